@@ -1,0 +1,41 @@
+# The two front-door commands: `make demo` and `make test`. Both create .venv and install first.
+#
+# On these CPU machines torch is installed as the CPU build torch==2.13.0 before anything that
+# needs it; torchvision is never installed. On a GPU box, install your own CUDA torch into .venv
+# first (`python3 -m venv .venv && .venv/bin/pip install torch`): an importable torch is kept.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+TORCH  ?= torch==2.13.0
+EXTRAS ?= hf,serve,analysis,dev
+STAMP  := $(VENV)/.tempcore-installed
+
+.PHONY: install demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
+	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	@if $(BIN)/python -m pip show -q torchvision >/dev/null 2>&1; then \
+	  echo "warning: torchvision is installed in $(VENV); on CPU machines it breaks transformers' image processors" >&2; fi
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/tempcore demo
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
+
+test: lint
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache

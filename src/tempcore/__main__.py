@@ -1,0 +1,5 @@
+import sys
+
+from tempcore.cli import main
+
+sys.exit(main())

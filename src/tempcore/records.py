@@ -1,0 +1,269 @@
+"""The one vocabulary of tempcore: Sample, Condition, FrameSet, Prediction, Failure.
+
+Every stage of the pipeline speaks in these records. They are frozen dataclasses of plain
+values (str, int, float, tuples, dicts of JSON values) so that they hash, compare, and
+round-trip through JSON unchanged: ``Record.from_dict(json.loads(json.dumps(r.to_dict()))) == r``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T", bound="_Record")
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _freeze(value: Any) -> Any:
+    """Lists become tuples (recursively) so records stay hashable after ``from_dict``."""
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _thaw(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return value.to_dict()  # type: ignore[union-attr]
+    return value
+
+
+class _Record:
+    """Shared JSON round-trip for the frozen dataclasses below."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: _thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+
+    @classmethod
+    def from_dict(cls: type[T], data: Mapping[str, Any]) -> T:
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        unknown = set(data) - names
+        if unknown:
+            raise ValueError(f"{cls.__name__}: unknown field(s) {sorted(unknown)}")
+        kwargs = {}
+        for name in names & set(data):
+            value = data[name]
+            if name in _NESTED.get(cls.__name__, {}) and value is not None:
+                value = _NESTED[cls.__name__][name].from_dict(value)
+            elif name == "metadata":
+                value = dict(value or {})
+            else:
+                value = _freeze(value)
+            kwargs[name] = value
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Sample(_Record):
+    """One benchmark question about one video (or one segment of it).
+
+    ``options`` are normalised option texts in the benchmark's order (no "A." prefixes);
+    ``answer`` is the index of the correct option. Grounding benchmarks (ExtremeWhenBench)
+    have no options and carry ``answer_interval`` (seconds) instead. ``start`` / ``end``
+    bound the segment of the video the question is about (MVBench / TVBench). ``media`` is
+    ``"video"``, ``"gif"`` or ``"frames"`` (a folder of images). ``metadata`` keeps the
+    benchmark's own fields (task type, duration group, ...).
+    """
+
+    benchmark: str
+    sample_id: str
+    video: str
+    question: str
+    options: tuple[str, ...] = ()
+    answer: int | None = None
+    start: float | None = None
+    end: float | None = None
+    media: str = "video"
+    answer_interval: tuple[float, float] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        if self.media not in ("video", "gif", "frames"):
+            raise ValueError(f"sample {self.sample_id}: unknown media {self.media!r}")
+        if self.answer is not None and not (0 <= self.answer < len(self.options)):
+            raise ValueError(
+                f"sample {self.sample_id}: answer index {self.answer} outside {len(self.options)} options"
+            )
+
+    @property
+    def answer_text(self) -> str | None:
+        return None if self.answer is None else self.options[self.answer]
+
+    @property
+    def answer_letter(self) -> str | None:
+        return None if self.answer is None else LETTERS[self.answer]
+
+
+# --- Condition ---------------------------------------------------------------------------
+
+_KEY_ORDER = ("strategy", "mode", "k", "window", "encoder", "fps", "seed", "rotation", "variant")
+_KEY_PART = re.compile(r"^([a-z_]+)=(.*)$")
+
+
+def _fmt_number(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
+
+
+@dataclass(frozen=True)
+class Condition(_Record):
+    """What a model is shown for a sample.
+
+    strategy: maxprob, minprob, uniform, random, oracle, noframe, single, shuffled, reversed, ...
+    mode:     text used to score frames: ``q`` (question), ``qa`` (question + correct answer,
+              the paper's oracle upper bound) or ``none`` for strategies that ignore scores.
+    k:        number of frames shown.
+    window:   index of the oracle window (``oracle`` only).
+    encoder:  frame-text encoder id (score-based strategies only).
+    fps:      decoding rate of the candidate frames (the paper: 10).
+    seed:     global seed (random strategies derive a per-sample seed from it).
+    rotation: cyclic rotation of the options (circular evaluation); 0 = original order.
+    variant:  strategy variant, e.g. ``linspace`` for uniform, or the base strategy of
+              ``shuffled`` / ``reversed``.
+
+    ``key`` is stable and human-readable, e.g. ``maxprob|mode=qa|k=32|encoder=siglip2|fps=10|seed=0``;
+    fields left at ``None`` (and rotation 0) are omitted. ``Condition.from_key(c.key) == c``.
+    """
+
+    strategy: str
+    mode: str = "none"
+    k: int = 32
+    window: int | None = None
+    encoder: str | None = None
+    fps: float = 10.0
+    seed: int = 0
+    rotation: int = 0
+    variant: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.strategy or "|" in self.strategy or "=" in self.strategy:
+            raise ValueError(f"invalid strategy name {self.strategy!r}")
+        if self.mode not in ("q", "qa", "none"):
+            raise ValueError(f"condition mode must be q, qa or none, not {self.mode!r}")
+        if not isinstance(self.k, int) or self.k <= 0:
+            raise ValueError(f"condition k must be a positive int, not {self.k!r}")
+        if not (isinstance(self.fps, (int, float)) and math.isfinite(self.fps) and self.fps > 0):
+            raise ValueError(f"condition fps must be positive, not {self.fps!r}")
+        for name in ("encoder", "variant"):
+            value = getattr(self, name)
+            if value is not None and "|" in value:
+                raise ValueError(f"condition {name} may not contain '|': {value!r}")
+        object.__setattr__(self, "fps", float(self.fps))
+
+    @property
+    def key(self) -> str:
+        parts = [self.strategy]
+        for name in _KEY_ORDER[1:]:
+            value = getattr(self, name)
+            if value is None or (name == "rotation" and value == 0):
+                continue
+            parts.append(f"{name}={_fmt_number(value) if name == 'fps' else value}")
+        return "|".join(parts)
+
+    @classmethod
+    def from_key(cls, key: str) -> Condition:
+        strategy, *rest = key.split("|")
+        kwargs: dict[str, Any] = {"strategy": strategy}
+        for part in rest:
+            m = _KEY_PART.match(part)
+            if not m or m.group(1) not in _KEY_ORDER[1:]:
+                raise ValueError(f"malformed condition key {key!r} (part {part!r})")
+            name, raw = m.groups()
+            kwargs[name] = (
+                int(raw) if name in ("k", "window", "seed", "rotation") else float(raw) if name == "fps" else raw
+            )
+        kwargs.setdefault("mode", "none")
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> Condition:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class FrameSet(_Record):
+    """The frames a condition selected, in the order they are shown to the model.
+
+    ``indices`` index the decoded frames of the sample's video (at the condition's fps);
+    ``timestamps`` are their presentation times in seconds. ``requested`` is the K asked for;
+    ``shortfall = requested - len(indices)`` when the video had fewer frames. ``grey`` marks
+    the no-frame condition (the model sees ``requested`` uniform grey images instead).
+    """
+
+    indices: tuple[int, ...]
+    timestamps: tuple[float, ...]
+    requested: int = 0
+    grey: bool = False
+
+    def __post_init__(self) -> None:
+        if len(self.indices) != len(self.timestamps):
+            raise ValueError("FrameSet: indices and timestamps differ in length")
+        object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
+        object.__setattr__(self, "timestamps", tuple(float(t) for t in self.timestamps))
+
+    @property
+    def shortfall(self) -> int:
+        return 0 if self.grey else max(0, self.requested - len(self.indices))
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+
+@dataclass(frozen=True)
+class Prediction(_Record):
+    """A model's stored answer for (benchmark, sample_id, model, condition).
+
+    ``answer`` is the parsed option index in the sample's *original* option order (rotations
+    are mapped back), or ``None`` for a parse failure (then ``parse_error`` says why and
+    ``correct`` is 0). ``answer_method`` is ``generate`` (text parsed by the extractor) or
+    ``option_scores`` (argmax of option log-likelihoods). ``option_probs`` is the model's
+    probability over the original options when the adapter can give one. A failed call is
+    never a Prediction: see :class:`Failure`.
+    """
+
+    benchmark: str
+    sample_id: str
+    model: str
+    condition: str
+    response: str
+    answer: int | None
+    correct: int
+    frames: FrameSet | None = None
+    prompt_hash: str = ""
+    latency_s: float = 0.0
+    answer_method: str = "generate"
+    option_probs: tuple[float, ...] | None = None
+    parse_error: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.correct not in (0, 1):
+            raise ValueError(f"Prediction.correct must be 0 or 1, not {self.correct!r}")
+        if self.answer is None and self.correct:
+            raise ValueError("a parse failure cannot be correct")
+
+    @property
+    def key(self) -> tuple[str, str, str, str]:
+        return (self.benchmark, self.sample_id, self.model, self.condition)
+
+
+@dataclass(frozen=True)
+class Failure(_Record):
+    """A call that did not produce an answer (exception, HTTP error, timeout). Never a Prediction."""
+
+    benchmark: str
+    sample_id: str
+    model: str
+    condition: str
+    error: str
+    attempts: int = 1
+
+
+_NESTED: dict[str, dict[str, type[_Record]]] = {"Prediction": {"frames": FrameSet}}
+
+__all__ = ["LETTERS", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]
