@@ -1,0 +1,143 @@
+"""Diagnostics: numbers in, numbers out. ``diagnose`` turns a tidy predictions table into FSS,
+LIS, the taxonomy and TPI per sample and per benchmark (see :mod:`tempcore.diagnostics.core`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tempcore.diagnostics.core import (
+    CATEGORIES,
+    FSS_CATEGORIES,
+    INCOMPLETE,
+    fss,
+    fss_categories,
+    lis,
+    summarize,
+    taxonomy,
+    tpi,
+)
+from tempcore.diagnostics.table import SCORINGS, DiagnosticsError, EncodedPredictions
+
+
+@dataclass
+class Diagnosis:
+    """Per-sample scores (parallel arrays) and per-benchmark summaries."""
+
+    benchmark: np.ndarray  # (n,) object
+    sample_id: np.ndarray  # (n,) object
+    fss: np.ndarray  # (n,) float, NaN when incomplete
+    lis: np.ndarray  # (n,) float, NaN when incomplete
+    fss_category: np.ndarray  # (n,) key / non_key / anti_key / incomplete
+    category: np.ndarray  # (n,) trivial / frame_agnostic / temporally_grounded / visual_bias / incomplete
+    benchmarks: dict[str, dict[str, Any]]
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def samples(self) -> list[dict[str, Any]]:
+        def num(x: float) -> float | None:
+            return None if np.isnan(x) else float(x)
+
+        return [
+            {
+                "benchmark": str(b),
+                "sample_id": str(s),
+                "fss": num(f),
+                "lis": num(li),
+                "fss_category": str(fc),
+                "category": str(c),
+            }
+            for b, s, f, li, fc, c in zip(
+                self.benchmark, self.sample_id, self.fss, self.lis, self.fss_category, self.category
+            )
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"params": self.params, "benchmarks": self.benchmarks, "samples": self.samples()}
+
+    def temporally_sensitive(self, benchmark: str | None = None) -> list[str]:
+        mask = (self.category == "temporally_grounded") | (self.category == "visual_bias")
+        if benchmark is not None:
+            mask &= self.benchmark == benchmark
+        return [str(s) for s in self.sample_id[mask]]
+
+
+def diagnose(
+    table: Any,
+    *,
+    tau: float = 0.15,
+    lam: float = 0.5,
+    fss_mode: str = "qa",
+    scoring: str = "hard",
+    models: Sequence[str] | None = None,
+    filters: Mapping[str, Any] | None = None,
+    noframe_filters: Mapping[str, Any] | None = None,
+) -> Diagnosis:
+    """FSS (MaxProb vs MinProb in ``fss_mode``), LIS (``noframe``), categories and TPI.
+
+    ``table`` is a pyarrow Table in the tidy schema. ``models`` restricts the panel (default: per
+    benchmark, every model with predictions for it). ``filters`` pins columns such as ``k`` or
+    ``encoder`` for the MaxProb / MinProb rows when the table holds several (an ambiguous table is
+    an error, never silently mixed); ``noframe_filters`` does the same for the no-frame rows.
+    """
+    if scoring not in SCORINGS:
+        raise DiagnosticsError(f"unknown scoring {scoring!r}; choose one of {', '.join(SCORINGS)}")
+    enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
+    filters = dict(filters or {})
+    noframe_filters = dict(noframe_filters or {})
+    masks = {}
+    for strategy, mode, flt in (
+        ("maxprob", fss_mode, filters),
+        ("minprob", fss_mode, filters),
+        ("noframe", None, noframe_filters),
+    ):
+        what = f"{strategy}" + (f" ({mode}-mode)" if mode else "")
+        masks[strategy] = (enc.rows(strategy, mode, flt), what)
+        enc.check_unambiguous(masks[strategy][0], what, flt)
+    # Circular scoring: every sample needs every rotation it was asked in (option counts vary).
+    expected = (
+        enc.rotations_per_sample(np.logical_or.reduce([m for m, _ in masks.values()]))
+        if scoring == "circular"
+        else None
+    )
+    matrices = {name: enc.values(mask, scoring, what, expected) for name, (mask, what) in masks.items()}
+
+    n = enc.n_samples
+    f = np.full(n, np.nan)
+    li = np.full(n, np.nan)
+    bench_arr = np.array(enc.sample_benchmark, dtype=object)
+    for bench, cols in enc.panels(models).items():
+        rows = np.flatnonzero(bench_arr == bench)
+        if cols.size == 0:
+            continue
+        f[rows] = fss(matrices["maxprob"][np.ix_(rows, cols)], matrices["minprob"][np.ix_(rows, cols)])
+        li[rows] = lis(matrices["noframe"][np.ix_(rows, cols)])
+    fc = fss_categories(f, tau)
+    cat = taxonomy(f, li, tau, lam)
+    benchmarks = {}
+    for bench in sorted(set(enc.sample_benchmark)):
+        sel = bench_arr == bench
+        benchmarks[bench] = summarize(fc[sel], cat[sel])
+    params = {"tau": tau, "lambda": lam, "fss_mode": fss_mode, "scoring": scoring,
+              "models": sorted(models) if models else None, "filters": filters}
+    return Diagnosis(bench_arr, np.array(enc.sample_id, dtype=object), f, li, fc, cat, benchmarks, params)
+
+
+__all__ = [
+    "CATEGORIES",
+    "FSS_CATEGORIES",
+    "INCOMPLETE",
+    "SCORINGS",
+    "Diagnosis",
+    "DiagnosticsError",
+    "EncodedPredictions",
+    "diagnose",
+    "fss",
+    "fss_categories",
+    "lis",
+    "summarize",
+    "taxonomy",
+    "tpi",
+]
