@@ -45,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TempcoreError as exc:
         print(f"tempcore: error: {exc}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # e.g. `tempcore ... | head`
+        sys.stderr.close()
+        return 0
     except KeyboardInterrupt:
         print("tempcore: interrupted", file=sys.stderr)
         return 130
