@@ -1,0 +1,63 @@
+"""Frame selection: which K frames each strategy shows a model (TempCore §3.2 and beyond).
+
+Every strategy is a pure function ``f(timestamps, scores, k, *, seed, sample_id, **params)``
+returning a :class:`~tempcore.records.FrameSet` (frame indices and timestamps in the order
+shown to the model, ``requested=k``); ``oracle`` returns one FrameSet per window. Fewer
+frames than K: all of them, the FrameSet records the shortfall. Bad input (no frames, NaN or
+inf, K <= 0, scores of the wrong length, scores missing for a score-based strategy) raises
+:class:`SelectionError`, naming the sample and the reason. Scores, when given, are checked
+(length, NaN / inf) even by the strategies that ignore them.
+
+Inputs need not be sorted by time: every strategy works on the frames in chronological order
+(stable, so equal timestamps keep index order) and returns the caller's frame indices.
+
+- ``maxprob`` / ``minprob``: the paper's per-second temporal-diversity rule (:mod:`.diversity`).
+- ``uniform`` (variants ``centres``, ``linspace``, ``linspace_round``), ``random``, ``single``,
+  ``noframe`` (:mod:`.basic`); ``oracle`` windows (:mod:`.windows`).
+- ``shuffled`` / ``reversed`` of a base strategy, TVBench's ablations (:mod:`.ablations`).
+- ``aks`` and ``bolt``, score-adaptive samplers from other papers (:mod:`.adaptive`).
+"""
+
+from tempcore.selection._common import SelectionError, derive_seed
+from tempcore.selection.ablations import reversed as reversed  # re-exported, see __all__
+from tempcore.selection.ablations import shuffled
+from tempcore.selection.adaptive import aks, bolt
+from tempcore.selection.basic import UNIFORM_VARIANTS, noframe, single, uniform, uniform_positions
+from tempcore.selection.basic import random as random  # re-exported, see __all__
+from tempcore.selection.diversity import maxprob, minprob, rank_frames
+from tempcore.selection.registry import (
+    SCORE_BASED,
+    STRATEGIES,
+    call_strategy,
+    get_strategy,
+    oracle_window,
+    select,
+)
+from tempcore.selection.windows import DEFAULT_MAX_WINDOWS, oracle, window_starts
+
+# ``random`` and ``reversed`` are importable by name but left out of ``__all__`` so that a star
+# import does not shadow the builtins of the same names.
+__all__ = [
+    "DEFAULT_MAX_WINDOWS",
+    "SCORE_BASED",
+    "STRATEGIES",
+    "UNIFORM_VARIANTS",
+    "SelectionError",
+    "aks",
+    "bolt",
+    "call_strategy",
+    "derive_seed",
+    "get_strategy",
+    "maxprob",
+    "minprob",
+    "noframe",
+    "oracle",
+    "oracle_window",
+    "rank_frames",
+    "select",
+    "shuffled",
+    "single",
+    "uniform",
+    "uniform_positions",
+    "window_starts",
+]

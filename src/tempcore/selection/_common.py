@@ -1,0 +1,154 @@
+"""Shared pieces of the selection strategies: the error, seeds, input checks, small numpy helpers.
+
+Every strategy works on the frames in chronological order. :func:`prepare` validates the
+inputs once and, if the timestamps are not already non-decreasing, sorts them (stably, so
+frames with equal timestamps keep their index order); the strategies then pick *positions*
+in that order and :meth:`Frames.frameset` maps them back to the caller's frame indices.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from tempcore.errors import TempcoreError
+from tempcore.records import FrameSet
+
+
+class SelectionError(TempcoreError):
+    """Frame selection refused its input (empty video, NaN score, bad K, ...); the message says why."""
+
+
+def derive_seed(global_seed: int, sample_id: str, salt: str = "") -> int:
+    """A per-sample seed in ``[0, 2**64)``, stable across processes, machines and Python versions.
+
+    SHA-256 of ``"tempcore-seed\\0{global_seed}\\0{sample_id}\\0{salt}"`` (UTF-8), first 8 bytes,
+    big-endian. Python's ``hash()`` is salted per process and is never used. ``salt``
+    separates streams that must not coincide for the same sample (the strategies use
+    ``""`` for ``random``, ``"single"`` and ``"shuffled"``).
+    """
+    if isinstance(global_seed, bool) or not isinstance(global_seed, numbers.Integral):
+        raise SelectionError(f"seed must be an int, not {global_seed!r}")
+    if not isinstance(sample_id, str) or not isinstance(salt, str):
+        raise SelectionError(f"sample_id and salt must be str, not {sample_id!r} / {salt!r}")
+    text = f"tempcore-seed\0{int(global_seed)}\0{sample_id}\0{salt}".encode()
+    return int.from_bytes(hashlib.sha256(text).digest()[:8], "big")
+
+
+def random_keys(seed: int, n: int) -> np.ndarray:
+    """``n`` raw 64-bit outputs of PCG64 seeded with ``seed`` (via NumPy's SeedSequence).
+
+    Raw PCG64 output is fixed by the algorithm itself, unlike ``Generator`` methods such as
+    ``choice`` or ``permutation`` whose streams NumPy may change between releases, so the
+    random strategies built on these keys give the same frames on every NumPy version.
+    """
+    return np.random.PCG64(seed).random_raw(n)
+
+
+def check_k(k: object, *, where: str) -> int:
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k <= 0:
+        raise SelectionError(f"{where}: K must be a positive int, not {k!r}")
+    return int(k)
+
+
+def _finite_1d(values: object, name: str, where: str) -> np.ndarray:
+    try:
+        arr = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise SelectionError(f"{where}: {name} are not numbers ({exc})") from None
+    if arr.ndim != 1:
+        raise SelectionError(f"{where}: {name} must be a 1-D array, got shape {arr.shape}")
+    if not np.isfinite(arr).all():
+        bad = int(np.flatnonzero(~np.isfinite(arr))[0])
+        raise SelectionError(f"{where}: {name}[{bad}] is {arr[bad]} (NaN and inf are refused)")
+    return arr
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Validated candidate frames in chronological order.
+
+    ``t`` / ``s``: timestamps and scores (``s`` is ``None`` when none were given), sorted by
+    time; ``perm[p]`` is the caller's index of position ``p`` (``None`` when the input was
+    already chronological, so position == index).
+    """
+
+    t: np.ndarray
+    s: np.ndarray | None
+    perm: np.ndarray | None
+    k: int
+    where: str
+
+    @property
+    def n(self) -> int:
+        return int(self.t.shape[0])
+
+    def indices(self, positions: np.ndarray) -> np.ndarray:
+        return positions if self.perm is None else self.perm[positions]
+
+    def frameset(self, positions: np.ndarray, requested: int | None = None) -> FrameSet:
+        """FrameSet of the frames at ``positions``, shown in the order given."""
+        positions = np.asarray(positions, dtype=np.int64)
+        return FrameSet(
+            tuple(self.indices(positions).tolist()),
+            tuple(self.t[positions].tolist()),
+            requested=self.k if requested is None else requested,
+        )
+
+    def chronological(self, positions: np.ndarray, requested: int | None = None) -> FrameSet:
+        return self.frameset(np.sort(positions), requested)
+
+
+def prepare(
+    timestamps: object,
+    scores: object,
+    k: object,
+    *,
+    strategy: str,
+    sample_id: str,
+    needs_scores: bool,
+) -> Frames:
+    """Validate one selection call; raise :class:`SelectionError` naming the sample and the reason."""
+    where = f"sample {sample_id!r}: {strategy}"
+    kk = check_k(k, where=where)
+    if timestamps is None:
+        raise SelectionError(f"{where}: no timestamps given")
+    t = _finite_1d(timestamps, "timestamps", where)
+    if t.shape[0] == 0:
+        raise SelectionError(f"{where}: the video has no frames (empty timestamps)")
+    s: np.ndarray | None = None
+    if scores is not None:
+        s = _finite_1d(scores, "scores", where)
+        if s.shape[0] != t.shape[0]:
+            raise SelectionError(
+                f"{where}: {s.shape[0]} scores for {t.shape[0]} timestamps (lengths must match)"
+            )
+    elif needs_scores:
+        raise SelectionError(f"{where}: this strategy ranks frames by score, but no scores were given")
+    perm: np.ndarray | None = None
+    if t.shape[0] > 1 and not (t[1:] >= t[:-1]).all():
+        perm = np.argsort(t, kind="stable")
+        t = t[perm]
+        if s is not None:
+            s = s[perm]
+    return Frames(t, s, perm, kk, where)
+
+
+def top_r(values: np.ndarray, r: int) -> np.ndarray:
+    """Positions of the ``r`` largest ``values``, ties broken by lower position; sorted by position.
+
+    O(n): one ``np.partition`` finds the r-th largest value ``v``; every value above ``v`` is
+    taken, then the earliest values equal to ``v`` fill the rest.
+    """
+    n = values.shape[0]
+    if r >= n:
+        return np.arange(n)
+    if r <= 0:
+        return np.empty(0, dtype=np.int64)
+    v = np.partition(values, n - r)[n - r]
+    above = np.flatnonzero(values > v)
+    equal = np.flatnonzero(values == v)[: r - above.shape[0]]
+    return np.sort(np.concatenate([above, equal]))

@@ -1,0 +1,139 @@
+"""The strategy registry and ``select``: a Condition (+ frames and scores) -> the frames shown."""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from tempcore.records import Condition, FrameSet
+from tempcore.selection import ablations, adaptive, basic, diversity, windows
+from tempcore.selection._common import SelectionError, prepare
+
+Strategy = Callable[..., "FrameSet | list[FrameSet]"]
+
+STRATEGIES: Mapping[str, Strategy] = {
+    "maxprob": diversity.maxprob,
+    "minprob": diversity.minprob,
+    "uniform": basic.uniform,
+    "random": basic.random,
+    "oracle": windows.oracle,
+    "noframe": basic.noframe,
+    "single": basic.single,
+    "shuffled": ablations.shuffled,
+    "reversed": ablations.reversed,
+    "aks": adaptive.aks,
+    "bolt": adaptive.bolt,
+}
+"""Every strategy by name. Each is ``f(timestamps, scores, k, *, seed, sample_id, **params)``."""
+
+SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
+"""Strategies that rank frames by score (they need ``scores``; the others ignore them)."""
+
+
+def get_strategy(name: str) -> Strategy:
+    """The strategy called ``name``; an unknown name raises SelectionError with the closest names."""
+    try:
+        return STRATEGIES[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), list(STRATEGIES), n=3, cutoff=0.5)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise SelectionError(
+            f"unknown strategy {name!r}{hint} (known: {', '.join(sorted(STRATEGIES))})"
+        ) from None
+
+
+def _accepted(fn: Strategy) -> tuple[set[str], bool]:
+    sig = inspect.signature(fn)
+    names = {p.name for p in sig.parameters.values() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    var_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in sig.parameters.values())
+    return names, var_kw
+
+
+def call_strategy(
+    name: str,
+    timestamps: Any,
+    scores: Any,
+    k: int,
+    *,
+    seed: int = 0,
+    sample_id: str = "",
+    variant: str | None = None,
+    **params: Any,
+) -> FrameSet | list[FrameSet]:
+    """Call strategy ``name``, refusing (SelectionError) a variant or parameter it does not take."""
+    fn = get_strategy(name)
+    accepted, open_ended = _accepted(fn)
+    if variant is not None:
+        if "variant" not in accepted:
+            raise SelectionError(f"sample {sample_id!r}: {name} has no variants (got {variant!r})")
+        params["variant"] = variant
+    unknown = sorted(set(params) - accepted) if not open_ended else []
+    if unknown:
+        known = sorted(accepted - {"seed", "sample_id"})
+        raise SelectionError(
+            f"sample {sample_id!r}: {name} takes no parameter(s) {unknown} "
+            f"(it takes: {', '.join(known) if known else 'none'})"
+        )
+    return fn(timestamps, scores, k, seed=seed, sample_id=sample_id, **params)
+
+
+def select(
+    condition: Condition,
+    timestamps: Any,
+    scores: Any,
+    *,
+    sample_id: str,
+    **params: Any,
+) -> FrameSet | list[FrameSet]:
+    """The frames ``condition`` shows for one sample.
+
+    Uses ``condition.strategy``, ``.k``, ``.seed`` and ``.variant``; strategy parameters
+    (``stride`` / ``max_windows`` for oracle, ``t1`` / ``t2`` / ``max_depth`` / ``top_m`` for aks,
+    ``alpha`` / ``grid`` for bolt, a base strategy's parameters for shuffled / reversed) come
+    as keyword arguments; one the strategy does not take is an error, not ignored. For
+    ``oracle``, ``condition.window`` picks one window (a FrameSet); without it, the list of all
+    windows is returned. ``condition.window`` on another strategy is an error.
+    """
+    name = condition.strategy
+    if condition.window is not None:
+        if name != "oracle":
+            raise SelectionError(
+                f"sample {sample_id!r}: condition {condition.key!r} sets window but {name} has no windows"
+            )
+        unknown = sorted(set(params) - {"stride", "max_windows"})
+        if unknown:
+            raise SelectionError(
+                f"sample {sample_id!r}: oracle takes no parameter(s) {unknown} (it takes: max_windows, stride)"
+            )
+        return oracle_window(timestamps, scores, condition.k, condition.window, sample_id=sample_id,
+                             **params)
+    return call_strategy(name, timestamps, scores, condition.k, seed=condition.seed, sample_id=sample_id,
+                         variant=condition.variant, **params)
+
+
+def oracle_window(
+    timestamps: Any,
+    scores: Any,
+    k: int,
+    window: int,
+    *,
+    sample_id: str = "",
+    stride: int | None = None,
+    max_windows: int = windows.DEFAULT_MAX_WINDOWS,
+) -> FrameSet:
+    """Oracle window number ``window`` (0-based, among the windows kept after subsampling)."""
+    frames = prepare(timestamps, scores, k, strategy="oracle", sample_id=sample_id, needs_scores=False)
+    try:
+        starts = windows.window_starts(frames.n, frames.k, stride=stride, max_windows=max_windows)
+    except SelectionError as exc:
+        raise SelectionError(f"{frames.where}: {exc}") from None
+    if isinstance(window, bool) or not isinstance(window, (int, np.integer)) or not 0 <= window < len(starts):
+        raise SelectionError(
+            f"{frames.where}: window {window!r} out of range (this video has {len(starts)} window(s))"
+        )
+    positions = starts[window] + np.arange(min(frames.k, frames.n))
+    return frames.frameset(positions)

@@ -1,0 +1,112 @@
+"""``tempcore select``: external scores in, frames out (through tempcore.cli.main)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import numpy as np
+import pytest
+
+from tempcore.cli import main
+from tempcore.selection import maxprob, oracle, shuffled, uniform
+
+# 3 seconds x 3 frames; maxprob K=4 picks f0 .9, f4 .8, f8 .7, f7 .6 (see test_selection.py)
+TIMES = [i / 3 for i in range(9)]
+SCORES = [0.9, 0.1, 0.5, 0.2, 0.8, 0.3, 0.4, 0.6, 0.7]
+
+
+@pytest.fixture
+def scores_file(tmp_path):
+    path = tmp_path / "scores.json"
+    path.write_text(json.dumps({"timestamps": TIMES, "scores": SCORES}))
+    return path
+
+
+def run_json(capsys, *args):
+    assert main(["select", *args, "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_default_strategy_is_maxprob(scores_file, capsys):
+    out = run_json(capsys, "--scores", str(scores_file), "--k", "4")
+    assert out == {"indices": [0, 4, 7, 8], "timestamps": [TIMES[0], TIMES[4], TIMES[7], TIMES[8]]}
+    fs = maxprob(np.array(TIMES), np.array(SCORES), 4)
+    assert out["indices"] == list(fs.indices)
+
+
+def test_json_oracle_windows(scores_file, capsys):
+    out = run_json(capsys, "--scores", str(scores_file), "--strategy", "oracle", "--k", "3", "--stride", "2",
+                   "--max-windows", "3")
+    # 9 frames, K=3, stride 2: starts 0 2 4 6 -> 4 windows; 3 kept: round(j * 3 / 2) = 0, 2 (1.5 up), 3
+    assert [w["indices"] for w in out["windows"]] == [[0, 1, 2], [4, 5, 6], [6, 7, 8]]
+    expected = oracle(np.array(TIMES), None, 3, stride=2, max_windows=3)
+    assert out["windows"][1]["timestamps"] == list(expected[1].timestamps)
+    one = run_json(capsys, "--scores", str(scores_file), "--strategy", "oracle", "--k", "3", "--window", "1")
+    assert one["indices"] == [3, 4, 5]
+
+
+def test_stdin_seed_sample_id_variant_and_params(scores_file, capsys, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO(scores_file.read_text()))
+    out = run_json(capsys, "--scores", "-", "--strategy", "shuffled", "--k", "5", "--seed", "3",
+                   "--sample-id", "vid-9", "--variant", "uniform:linspace")
+    fs = shuffled(np.array(TIMES), np.array(SCORES), 5, seed=3, sample_id="vid-9", variant="uniform:linspace")
+    assert out["indices"] == list(fs.indices)
+    bolt_out = run_json(capsys, "--scores", str(scores_file), "--strategy", "bolt", "--k", "3",
+                        "--param", "alpha=0", "--param", "grid=midpoint")
+    # alpha 0: every frame weighs the same -> the quantiles 1/6, 1/2, 5/6 of 9 frames: 1, 4, 7
+    assert bolt_out["indices"] == [1, 4, 7]
+
+
+def test_scores_may_be_absent_for_uniform(tmp_path, capsys):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"timestamps": [0.0, 0.5, 1.0, 1.5]}))
+    out = run_json(capsys, "--scores", str(path), "--strategy", "uniform", "--k", "2")
+    assert out["indices"] == list(uniform(np.array([0.0, 0.5, 1.0, 1.5]), None, 2).indices) == [1, 3]
+
+
+def test_listing_shows_order_indices_times_and_scores(scores_file, capsys):
+    assert main(["select", "--scores", str(scores_file), "--k", "4", "--strategy", "minprob"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("minprob: 4 frame(s) in the order shown")
+    rows = [line.split() for line in out.splitlines()[2:]]
+    assert [int(r[1]) for r in rows] == [1, 3, 5, 6]
+    assert [float(r[3]) for r in rows] == [0.1, 0.2, 0.3, 0.4]
+    assert main(["select", "--scores", str(scores_file), "--k", "20", "--strategy", "uniform"]) == 0
+    assert "requested 20; the video has fewer frames" in capsys.readouterr().out
+    assert main(["select", "--scores", str(scores_file), "--k", "3", "--strategy", "noframe"]) == 0
+    assert "3 uniform grey images" in capsys.readouterr().out
+    assert main(["select", "--scores", str(scores_file), "--k", "4", "--strategy", "oracle"]) == 0
+    out = capsys.readouterr().out
+    assert "3 window(s)" in out and "window 2: frames 5-8" in out
+
+
+@pytest.mark.parametrize(
+    "payload, args, message",
+    [
+        ("{not json", [], "not valid JSON"),
+        (json.dumps([1, 2]), [], "expected a JSON object"),
+        (json.dumps({"timestamps": [0, 1], "scores": [0.5, float("nan")]}), [], r"scores\[1\] is nan"),
+        (json.dumps({"timestamps": [], "scores": []}), [], "no frames"),
+        (json.dumps({"timestamps": [0, 1], "scores": [0.5]}), [], "1 scores for 2 timestamps"),
+        (json.dumps({"timestamps": [0, 1]}), [], "no scores were given"),
+        (json.dumps({"timestamps": [0, 1], "scores": [1, 2]}), ["--k", "0"], "K must be a positive int"),
+        (json.dumps({"timestamps": [0, 1], "scores": [1, 2]}), ["--strategy", "maxpro"], "did you mean 'maxprob'"),
+        (json.dumps({"timestamps": [0, 1], "scores": [1, 2]}), ["--stride", "1"], "maxprob takes no parameter"),
+        (json.dumps({"timestamps": [0, 1], "scores": [1, 2]}), ["--window", "0"], "--window applies to the oracle"),
+        (json.dumps({"timestamps": [0, 1], "scores": [1, 2]}), ["--param", "alpha"], "expected NAME=VALUE"),
+    ],
+)
+def test_bad_input_is_a_clear_error(tmp_path, capsys, payload, args, message):
+    path = tmp_path / "bad.json"
+    path.write_text(payload)
+    assert main(["select", "--scores", str(path), *args]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("tempcore: error:")
+    assert re.search(message, err), err
+
+
+def test_missing_file(tmp_path, capsys):
+    assert main(["select", "--scores", str(tmp_path / "nope.json")]) == 1
+    assert "cannot read scores file" in capsys.readouterr().err
