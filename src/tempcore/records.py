@@ -204,8 +204,8 @@ class FrameSet(_Record):
     def __post_init__(self) -> None:
         if len(self.indices) != len(self.timestamps):
             raise ValueError("FrameSet: indices and timestamps differ in length")
-        object.__setattr__(self, "indices", tuple(int(i) for i in self.indices))
-        object.__setattr__(self, "timestamps", tuple(float(t) for t in self.timestamps))
+        object.__setattr__(self, "indices", tuple(map(int, self.indices)))
+        object.__setattr__(self, "timestamps", tuple(map(float, self.timestamps)))
 
     @property
     def shortfall(self) -> int:
