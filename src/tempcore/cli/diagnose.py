@@ -1,0 +1,79 @@
+"""``tempcore diagnose``: FSS, LIS, the taxonomy and TPI from a predictions table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        help="per-sample FSS / LIS, categories and TPI from a predictions table",
+        description="Compute Frame Selection Sensitivity (MaxProb vs MinProb), Language Independence "
+        "(no-frame), the FSS x LIS taxonomy and the Temporal Purity Index per benchmark.",
+    )
+    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
+    p.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
+    p.add_argument("--lambda", dest="lam", type=float, default=0.5, help="LIS threshold (default 0.5)")
+    p.add_argument("--fss-mode", choices=("q", "qa"), default="qa", help="text mode of MaxProb/MinProb (default qa)")
+    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default="hard",
+                   help="hard: the paper's 0/1; soft: p(correct option); circular: 0/1 averaged over rotations")
+    p.add_argument("--models", nargs="+", help="restrict the model panel")
+    p.add_argument("--k", type=int, help="frame budget of the MaxProb/MinProb rows, if the table has several")
+    p.add_argument("--encoder", help="encoder of the MaxProb/MinProb rows, if the table has several")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tempcore.diagnostics import diagnose
+    from tempcore.tidy import read_predictions
+
+    table = read_predictions(args.predictions)
+    filters = {"k": args.k, "encoder": args.encoder}
+    d = diagnose(table, tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring,
+                 models=args.models, filters=filters, noframe_filters={})
+    result = d.to_json()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "diagnosis.json").write_text(json.dumps(result, indent=1))
+        _write_samples_csv(args.out / "samples.csv", result["samples"])
+    if args.json:
+        json.dump(result, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(format_summary(result["benchmarks"], result["params"]))
+    if args.out:
+        print(f"\nwrote {args.out / 'diagnosis.json'} and {args.out / 'samples.csv'}")
+    return 0
+
+
+def _write_samples_csv(path: Path, samples: list[dict]) -> None:
+    import csv
+
+    with path.open("w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=["benchmark", "sample_id", "fss", "lis", "fss_category", "category"])
+        w.writeheader()
+        w.writerows(samples)
+
+
+def format_summary(benchmarks: dict[str, dict], params: dict) -> str:
+    cols = [("n", "N"), ("incomplete", "incompl."), ("key", "Key"), ("non_key", "Non-key"),
+            ("anti_key", "Anti-key"), ("trivial", "Trivial"), ("frame_agnostic", "Fr.Agn"),
+            ("temporally_grounded", "Temp.Grnd"), ("visual_bias", "Vis.Bias"),
+            ("temporally_sensitive", "TempSens"), ("tpi", "TPI")]
+    width = max([len("benchmark")] + [len(b) for b in benchmarks])
+    head = "benchmark".ljust(width) + "".join(f"{label:>10}" for _, label in cols)
+    lines = [f"tau={params['tau']} lambda={params['lambda']} fss-mode={params['fss_mode']} "
+             f"scoring={params['scoring']}", head, "-" * len(head)]
+    for name, row in benchmarks.items():
+        cells = []
+        for key, _ in cols:
+            v = row[key]
+            cells.append(f"{'undef.' if v is None else f'{v:.3f}':>10}" if key == "tpi" else f"{v:>10}")
+        lines.append(name.ljust(width) + "".join(cells))
+    return "\n".join(lines)

@@ -1,0 +1,814 @@
+"""The run store: one SQLite file holding every prediction, failure and run manifest of an audit.
+
+Layout (schema version 1)::
+
+    schema_version(version)                         one row; bumped by migrations
+    runs(run_id, created_at, manifest)              manifest = JSON (config, packages, seeds, models, git)
+    predictions(benchmark, sample_id, model, condition,  -- PRIMARY KEY
+                response, answer, correct, frames, prompt_hash, latency_s, answer_method,
+                option_probs, parse_error, run_id, created_at)
+    failures(benchmark, sample_id, model, condition,     -- PRIMARY KEY
+             error, attempts, last_error_at, run_id)
+
+A prediction is keyed by ``(benchmark, sample_id, model, condition key)`` — the key of
+:class:`tempcore.records.Prediction`. ``frames`` is the JSON of the :class:`FrameSet` (indices,
+timestamps, requested, grey) and ``option_probs`` a JSON list; both are ``NULL`` when absent.
+
+Durability and concurrency (the choices the design leaves open):
+
+* **WAL journal, ``synchronous=FULL`` by default.** Every :meth:`RunStore.put` is one
+  ``BEGIN IMMEDIATE ... COMMIT`` transaction. In WAL mode a transaction is committed when its
+  commit frame is appended to the ``-wal`` file; a process killed with SIGKILL at any moment
+  therefore loses at most the transaction in flight, and SQLite's recovery never shows a partial
+  one. That holds for ``synchronous=NORMAL`` too (the WAL sits in the OS page cache, which
+  survives the death of the process); ``NORMAL`` only loses the most recent commits on a power
+  loss or kernel crash. ``FULL`` adds an fsync per commit so that a committed batch also survives
+  power loss — measured at ~0.2 ms per commit on a local disk, nothing next to a batch of model
+  calls — so it is the default; pass ``synchronous="NORMAL"`` to trade that for speed.
+* **Several processes may write one store** (e.g. one per GPU): write transactions start with
+  ``BEGIN IMMEDIATE`` (take the write lock before reading, so two writers never deadlock on a lock
+  upgrade) and wait up to ``busy_timeout_s`` for each other. WAL needs shared memory between the
+  processes, so the store must live on a local file system of the machine(s) that write it
+  (not NFS); runs spread over several machines should send their predictions to one writer.
+* **First write wins.** :meth:`RunStore.put` uses ``INSERT OR IGNORE``: storing a key that is already
+  stored changes nothing (no duplicate, no silent replacement of an answer a report may already
+  cite). ``overwrite=True`` replaces stored rows on purpose (a deliberate rerun).
+* **A failure is never a prediction.** Failed calls go to ``failures``; storing a prediction for a
+  key deletes its failure in the same transaction, and a failure for a key that already has a
+  prediction is not recorded. Resume asks only for stored *predictions*, so failed keys are retried.
+* **No secrets.** Manifests pass through :func:`redact_secrets` before they are written.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import re
+import sqlite3
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from tempcore._version import __version__
+from tempcore.errors import TempcoreError
+from tempcore.records import Condition, Failure, FrameSet, Prediction
+
+Key = tuple[str, str, str, str]
+"""(benchmark, sample_id, model, condition key)."""
+
+STORE_FILENAME = "store.sqlite"
+SCHEMA_VERSION = 1
+REDACTED = "<redacted>"
+
+# version v -> function upgrading a store from v to v + 1 (run inside the opening transaction).
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+
+_KEY_COLUMNS = ("benchmark", "sample_id", "model", "condition")
+_PREDICTION_COLUMNS = (
+    *_KEY_COLUMNS,
+    "response",
+    "answer",
+    "correct",
+    "frames",
+    "prompt_hash",
+    "latency_s",
+    "answer_method",
+    "option_probs",
+    "parse_error",
+)
+_COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      TEXT PRIMARY KEY,
+    created_at  TEXT NOT NULL,
+    manifest    TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS predictions (
+    benchmark     TEXT NOT NULL,
+    sample_id     TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    condition     TEXT NOT NULL,
+    response      TEXT NOT NULL,
+    answer        INTEGER,
+    correct       INTEGER NOT NULL CHECK (correct IN (0, 1)),
+    frames        TEXT,
+    prompt_hash   TEXT NOT NULL,
+    latency_s     REAL NOT NULL,
+    answer_method TEXT NOT NULL,
+    option_probs  TEXT,
+    parse_error   TEXT,
+    run_id        TEXT NOT NULL REFERENCES runs (run_id),
+    created_at    TEXT NOT NULL,
+    PRIMARY KEY (benchmark, sample_id, model, condition)
+);
+CREATE TABLE IF NOT EXISTS failures (
+    benchmark     TEXT NOT NULL,
+    sample_id     TEXT NOT NULL,
+    model         TEXT NOT NULL,
+    condition     TEXT NOT NULL,
+    error         TEXT NOT NULL,
+    attempts      INTEGER NOT NULL,
+    last_error_at TEXT NOT NULL,
+    run_id        TEXT REFERENCES runs (run_id),
+    PRIMARY KEY (benchmark, sample_id, model, condition)
+);
+"""
+
+
+class StoreError(TempcoreError):
+    """The run store cannot be opened or written (names the file and the reason)."""
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+_SECRET_WORDS = {
+    "password",
+    "passwd",
+    "secret",
+    "authorization",
+    "apikey",
+    "cookie",
+    "credential",
+    "credentials",
+}
+_NOT_SECRET_SUFFIXES = {"env", "var", "envvar", "name", "file", "path", "type", "url"}
+_SECRET_VALUE = re.compile(
+    r"^(bearer|basic)\s+\S+"  # an HTTP authorization header value
+    r"|\bsk-[A-Za-z0-9_\-]{16,}"  # OpenAI-style keys
+    r"|\bhf_[A-Za-z0-9]{20,}",  # Hugging Face tokens
+    re.IGNORECASE,
+)
+_SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_\-]+)(=.*)?$")
+
+
+def is_secret_key(name: str) -> bool:
+    """Whether a mapping key names a secret: api_key, x-api-key, token, hf_token, password, authorization...
+
+    Keys that only *name* where a secret lives (``api_key_env``, ``token_file``, ``token_type``) and
+    counts such as ``max_new_tokens`` are not secrets.
+    """
+    snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    parts = [p for p in re.split(r"[^a-z0-9]+", snake) if p]
+    if not parts or parts[-1] in _NOT_SECRET_SUFFIXES:
+        return False
+    if _SECRET_WORDS & set(parts) or parts[-1] == "token":
+        return True
+    pairs = set(zip(parts, parts[1:]))
+    return bool(
+        pairs & {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("auth", "key")}
+    )
+
+
+def redact_secrets(value: Any) -> Any:
+    """A copy of ``value`` (nested dicts / lists / tuples of JSON values) with secrets replaced.
+
+    Redacted: the value of every mapping key :func:`is_secret_key` flags; strings that look like a
+    credential (``Bearer ...``, ``sk-...``, ``hf_...``); and, in lists of command-line arguments,
+    the argument after a secret flag (``--api-key XYZ``) or the value of ``--api-key=XYZ``.
+    """
+    if isinstance(value, Mapping):
+        return {k: (REDACTED if is_secret_key(str(k)) else redact_secrets(v)) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        out: list[Any] = []
+        redact_next = False
+        for item in value:
+            if redact_next:
+                out.append(REDACTED)
+                redact_next = False
+                continue
+            if isinstance(item, str) and (m := _SECRET_FLAG.match(item)) and is_secret_key(m.group(1)):
+                if m.group(2) is None:
+                    redact_next = True
+                    out.append(item)
+                else:
+                    out.append(f"{item.split('=', 1)[0]}={REDACTED}")
+                continue
+            out.append(redact_secrets(item))
+        return out
+    if isinstance(value, str) and _SECRET_VALUE.search(value):
+        return REDACTED
+    return value
+
+
+# --- manifest helpers ----------------------------------------------------------------------
+
+_PACKAGES = (
+    "numpy",
+    "av",
+    "pillow",
+    "torch",
+    "transformers",
+    "tokenizers",
+    "safetensors",
+    "httpx",
+    "pyarrow",
+    "vllm",
+)
+
+
+def git_revision(path: str | os.PathLike[str] | None = None) -> str | None:
+    """The git commit of the checkout containing ``path`` (default: tempcore's source), ``+dirty``
+    appended when it has uncommitted changes; ``None`` when there is no git or no checkout."""
+    where = Path(path) if path is not None else Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(where), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{rev}+dirty" if dirty else rev or None
+
+
+def environment_info() -> dict[str, Any]:
+    """What a manifest records about the software: tempcore, Python, platform, package versions
+    (only installed ones; importing nothing heavy) and tempcore's git revision when available."""
+    from importlib import metadata
+
+    packages: dict[str, str] = {}
+    for name in _PACKAGES:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return {
+        "tempcore": __version__,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "packages": packages,
+        "git_revision": git_revision(),
+    }
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="microseconds")
+
+
+def resolve_store_path(run: str | os.PathLike[str]) -> Path:
+    """The store file of ``run``: a directory means ``<run>/store.sqlite``, and so does a path
+    that does not exist yet and has no suffix (a run directory to be made); anything else is the
+    store file itself (``.sqlite``, ``.db``, ...)."""
+    path = Path(run)
+    if path.is_dir() or (not path.exists() and not path.suffix):
+        return path / STORE_FILENAME
+    return path
+
+
+@lru_cache(maxsize=4096)
+def _check_condition(key: str) -> None:
+    Condition.from_key(key)
+
+
+@dataclass(frozen=True)
+class StoreCounts:
+    runs: int
+    predictions: int
+    failures: int
+    parse_errors: int
+
+
+@dataclass(frozen=True)
+class StoredFailure:
+    """A failure row: the :class:`Failure` plus when it last happened and in which run."""
+
+    failure: Failure
+    last_error_at: str
+    run_id: str | None
+
+
+# --- the store -----------------------------------------------------------------------------
+
+
+class RunStore:
+    """An open run store (see the module docstring for the layout and the guarantees).
+
+    ``RunStore(path)`` opens the SQLite file ``path``, creating it (and its parent folders) when
+    ``create`` is true. Use it as a context manager or call :meth:`close`. Methods are safe to call
+    from several threads of one process (a lock serialises them) and from several processes.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        busy_timeout_s: float = 60.0,
+        synchronous: str = "FULL",
+    ) -> None:
+        self.path = Path(path)
+        if synchronous.upper() not in ("NORMAL", "FULL", "EXTRA"):
+            raise StoreError(f"{self.path}: synchronous must be NORMAL, FULL or EXTRA, not {synchronous!r}")
+        if self.path.is_dir():
+            raise StoreError(
+                f"{self.path}: is a directory (the store is a file; try {self.path / STORE_FILENAME})"
+            )
+        if not self.path.exists():
+            if not create:
+                raise StoreError(f"{self.path}: no run store there")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                str(self.path), timeout=busy_timeout_s, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"{self.path}: cannot open: {exc}") from exc
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"{self.path}: cannot switch to WAL journal mode (got {mode!r})")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            self._init_schema(create)
+        except sqlite3.DatabaseError as exc:
+            self._conn.close()
+            raise StoreError(f"{self.path}: not a usable SQLite run store: {exc}") from exc
+        except BaseException:
+            self._conn.close()
+            raise
+
+    @classmethod
+    def open(cls, run: str | os.PathLike[str], *, create: bool = True, **kwargs: Any) -> RunStore:
+        """Open the store of ``run``: a ``.sqlite`` file, or a run directory holding ``store.sqlite``."""
+        return cls(resolve_store_path(run), create=create, **kwargs)
+
+    # -- lifecycle --
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The underlying connection, for read-only ad-hoc queries (do not write through it)."""
+        return self._conn
+
+    def _begin(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self)
+
+    def _read_version(self) -> int | None:
+        """The schema version, ``None`` for an empty file; refuses other SQLite files."""
+        tables = {r[0] for r in self._conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "schema_version" not in tables:
+            if tables:
+                raise StoreError(
+                    f"{self.path}: an SQLite file but not a tempcore run store (tables {sorted(tables)})"
+                )
+            return None
+        row = self._conn.execute("SELECT version FROM schema_version").fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: damaged run store (no schema version recorded)")
+        return int(row[0])
+
+    def _init_schema(self, create: bool) -> None:
+        with self._lock:
+            if self._read_version() == SCHEMA_VERSION:
+                return  # the common case: no write transaction just to open
+            with self._transaction():  # re-read under the write lock: another process may be here too
+                version = self._read_version()
+                if version is None:
+                    if not create:
+                        raise StoreError(f"{self.path}: empty file, not a tempcore run store")
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            self._conn.execute(statement)
+                    self._conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+                    return
+                if version > SCHEMA_VERSION:
+                    raise StoreError(
+                        f"{self.path}: written by a newer tempcore (store schema v{version}; this tempcore "
+                        f"{__version__} reads up to v{SCHEMA_VERSION}); upgrade tempcore"
+                    )
+                while version < SCHEMA_VERSION:
+                    migrate = MIGRATIONS.get(version)
+                    if migrate is None:
+                        raise StoreError(f"{self.path}: no migration from store schema v{version}")
+                    migrate(self._conn)
+                    version += 1
+                    self._conn.execute("UPDATE schema_version SET version = ?", (version,))
+
+    @property
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._conn.execute("SELECT version FROM schema_version").fetchone()[0])
+
+    # -- runs --
+
+    def start_run(
+        self, manifest: Mapping[str, Any], *, run_id: str | None = None, environment: bool = True
+    ) -> str:
+        """Record a run and return its id (``YYYYmmddTHHMMSSZ-<8 hex>`` unless given).
+
+        The manifest is redacted (:func:`redact_secrets`) and, when ``environment`` is true and it
+        has no ``environment`` entry, completed with :func:`environment_info`.
+        """
+        data = dict(manifest)
+        if environment and "environment" not in data:
+            data["environment"] = environment_info()
+        try:
+            text = json.dumps(redact_secrets(data), sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise StoreError(f"{self.path}: run manifest is not plain JSON: {exc}") from exc
+        now = _dt.datetime.now(_dt.timezone.utc)
+        run_id = run_id or f"{now:%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:8]}"
+        with self._lock, self._transaction():
+            try:
+                self._conn.execute(
+                    "INSERT INTO runs (run_id, created_at, manifest) VALUES (?, ?, ?)",
+                    (run_id, now.isoformat(timespec="microseconds"), text),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise StoreError(f"{self.path}: run id {run_id!r} already exists") from exc
+        return run_id
+
+    def manifest(self, run_id: str) -> dict[str, Any]:
+        with self._lock:
+            row = self._conn.execute("SELECT manifest FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise StoreError(f"{self.path}: no run {run_id!r}")
+        return json.loads(row[0])
+
+    def runs(self) -> list[tuple[str, str]]:
+        """(run_id, created_at) of every run, oldest first."""
+        with self._lock:
+            return [
+                tuple(r)
+                for r in self._conn.execute("SELECT run_id, created_at FROM runs ORDER BY created_at")
+            ]
+
+    # -- writing --
+
+    def put(self, predictions: Sequence[Prediction], run_id: str, *, overwrite: bool = False) -> int:
+        """Store one batch in one transaction; return how many rows were written.
+
+        Keys already stored are left alone (first write wins) unless ``overwrite``. A batch with a
+        non-Prediction, an unknown ``run_id`` or a malformed condition key is rejected whole.
+        Storing a prediction deletes the failure recorded for its key.
+        """
+        rows = []
+        for p in predictions:
+            if not isinstance(p, Prediction):
+                raise StoreError(f"{self.path}: put() takes Predictions, got {type(p).__name__}")
+            try:
+                _check_condition(p.condition)
+            except ValueError as exc:
+                raise StoreError(f"{self.path}: prediction {p.key}: bad condition key: {exc}") from exc
+            rows.append(_prediction_row(p))
+        if not rows:
+            return 0
+        now = _now()
+        verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
+        sql = (
+            f"{verb} INTO predictions ({', '.join(_PREDICTION_COLUMNS)}, run_id, created_at) "
+            f"VALUES ({', '.join('?' * (len(_PREDICTION_COLUMNS) + 2))})"
+        )
+        with self._lock:
+            self._require_run(run_id)
+            with self._transaction():
+                before = self._conn.total_changes
+                self._conn.executemany(sql, [(*r, run_id, now) for r in rows])
+                written = self._conn.total_changes - before
+                self._conn.executemany(
+                    "DELETE FROM failures WHERE benchmark = ? AND sample_id = ? AND model = ? AND condition = ?",
+                    [r[:4] for r in rows],
+                )
+        return written
+
+    def put_failures(self, failures: Iterable[Failure], run_id: str | None = None) -> int:
+        """Record failed calls in one transaction; return how many were recorded.
+
+        A key that already has a failure accumulates ``attempts`` and keeps the latest error; a key
+        that already has a prediction is skipped (the call succeeded elsewhere).
+        """
+        rows = []
+        for f in failures:
+            if not isinstance(f, Failure):
+                raise StoreError(f"{self.path}: put_failures() takes Failures, got {type(f).__name__}")
+            rows.append((f.benchmark, f.sample_id, f.model, f.condition, f.error, int(f.attempts)))
+        if not rows:
+            return 0
+        now = _now()
+        with self._lock:
+            if run_id is not None:
+                self._require_run(run_id)
+            with self._transaction():
+                before = self._conn.total_changes
+                self._conn.executemany(
+                    """
+                    INSERT INTO failures (benchmark, sample_id, model, condition, error, attempts,
+                                          last_error_at, run_id)
+                    SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
+                    WHERE NOT EXISTS (SELECT 1 FROM predictions WHERE benchmark = ?1 AND sample_id = ?2
+                                      AND model = ?3 AND condition = ?4)
+                    ON CONFLICT (benchmark, sample_id, model, condition) DO UPDATE SET
+                        error = excluded.error, attempts = failures.attempts + excluded.attempts,
+                        last_error_at = excluded.last_error_at, run_id = excluded.run_id
+                    """,
+                    [(*r, now, run_id) for r in rows],
+                )
+                return self._conn.total_changes - before
+
+    def _require_run(self, run_id: str) -> None:
+        if not self._conn.execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone():
+            raise StoreError(f"{self.path}: no run {run_id!r}; call start_run() first")
+
+    # -- reading --
+
+    def has(self, key: Key) -> bool:
+        """Whether a prediction is stored for ``key``."""
+        with self._lock:
+            return (
+                self._conn.execute(
+                    "SELECT 1 FROM predictions WHERE benchmark = ? AND sample_id = ? AND model = ? AND condition = ?",
+                    tuple(key),
+                ).fetchone()
+                is not None
+            )
+
+    def missing(self, keys: Iterable[Key]) -> list[Key]:
+        """The keys (in the given order, duplicates kept once) that have no stored prediction.
+
+        One SQL query whatever the number of keys: the keys travel as one JSON array and are
+        probed against the primary-key index inside SQLite (100k keys take a fraction of a second).
+        """
+        wanted = list(dict.fromkeys(tuple(k) for k in keys))
+        if not wanted:
+            return []
+        for k in wanted:
+            if len(k) != 4:
+                raise StoreError(f"{self.path}: a key is (benchmark, sample_id, model, condition), not {k!r}")
+        payload = json.dumps(wanted)
+        with self._lock:
+            rows = self._conn.execute(
+                """
+                SELECT CAST(j.key AS INTEGER) FROM json_each(?) AS j
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM predictions AS p
+                    WHERE p.benchmark = json_extract(j.value, '$[0]')
+                      AND p.sample_id = json_extract(j.value, '$[1]')
+                      AND p.model = json_extract(j.value, '$[2]')
+                      AND p.condition = json_extract(j.value, '$[3]'))
+                ORDER BY j.key
+                """,
+                (payload,),
+            ).fetchall()
+        return [wanted[i] for (i,) in rows]
+
+    def stored_keys(self, benchmark: str | None = None, model: str | None = None) -> set[Key]:
+        """Every stored prediction key (optionally of one benchmark / model), in one query."""
+        where, params = _where({"benchmark": benchmark, "model": model})
+        with self._lock:
+            return {
+                tuple(r)  # type: ignore[misc]
+                for r in self._conn.execute(
+                    f"SELECT benchmark, sample_id, model, condition FROM predictions{where}", params
+                )
+            }
+
+    def predictions(
+        self,
+        *,
+        benchmark: str | Sequence[str] | None = None,
+        model: str | Sequence[str] | None = None,
+        condition: str | Sequence[str] | None = None,
+        sample_id: str | Sequence[str] | None = None,
+        run_id: str | Sequence[str] | None = None,
+        batch_size: int = 2048,
+    ) -> Iterator[Prediction]:
+        """Stored predictions matching every given filter (a value or a list of values), in key order."""
+        for row in self.prediction_rows(
+            benchmark=benchmark,
+            model=model,
+            condition=condition,
+            sample_id=sample_id,
+            run_id=run_id,
+            batch_size=batch_size,
+        ):
+            yield row_to_prediction(row)
+
+    def prediction_rows(
+        self,
+        *,
+        benchmark: str | Sequence[str] | None = None,
+        model: str | Sequence[str] | None = None,
+        condition: str | Sequence[str] | None = None,
+        sample_id: str | Sequence[str] | None = None,
+        run_id: str | Sequence[str] | None = None,
+        batch_size: int = 2048,
+    ) -> Iterator[dict[str, Any]]:
+        """Like :meth:`predictions` but yields raw rows (dicts of the columns, JSON left as text,
+        plus ``run_id`` and ``created_at``) — the fast path for exports."""
+        where, params = _where(
+            {
+                "benchmark": benchmark,
+                "model": model,
+                "condition": condition,
+                "sample_id": sample_id,
+                "run_id": run_id,
+            }
+        )
+        names = (*_PREDICTION_COLUMNS, "run_id", "created_at")
+        sql = f"SELECT {', '.join(names)} FROM predictions{where} ORDER BY {', '.join(_KEY_COLUMNS)}"
+        # A separate cursor; reads in WAL mode see one consistent snapshot per statement.
+        with self._lock:
+            cursor = self._conn.execute(sql, params)
+        while True:
+            with self._lock:
+                batch = cursor.fetchmany(batch_size)
+            if not batch:
+                return
+            for r in batch:
+                yield dict(zip(names, r))
+
+    def iter_query(
+        self, sql: str, params: Sequence[Any] = (), *, batch_size: int = 2048
+    ) -> Iterator[list[tuple[Any, ...]]]:
+        """Run a read-only query and yield its rows in batches (for exports and ad-hoc analysis)."""
+        if not sql.lstrip().upper().startswith(("SELECT", "WITH")):
+            raise StoreError(f"{self.path}: iter_query() runs SELECT queries only")
+        with self._lock:
+            cursor = self._conn.execute(sql, tuple(params))
+        while True:
+            with self._lock:
+                batch = cursor.fetchmany(batch_size)
+            if not batch:
+                return
+            yield batch
+
+    def failures(
+        self, *, benchmark: str | None = None, model: str | None = None, condition: str | None = None
+    ) -> list[StoredFailure]:
+        where, params = _where({"benchmark": benchmark, "model": model, "condition": condition})
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT benchmark, sample_id, model, condition, error, attempts, last_error_at, run_id "
+                f"FROM failures{where} ORDER BY benchmark, sample_id, model, condition",
+                params,
+            ).fetchall()
+        return [StoredFailure(Failure(*r[:4], error=r[4], attempts=int(r[5])), r[6], r[7]) for r in rows]
+
+    def counts(self) -> StoreCounts:
+        with self._lock:
+            runs = self._conn.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+            preds, parse_errors = self._conn.execute(
+                "SELECT COUNT(*), COUNT(parse_error) FROM predictions"
+            ).fetchone()
+            fails = self._conn.execute("SELECT COUNT(*) FROM failures").fetchone()[0]
+        return StoreCounts(runs=runs, predictions=preds, failures=fails, parse_errors=parse_errors)
+
+    def count_by(self, *fields: str) -> dict[tuple[Any, ...], int]:
+        """Number of predictions per distinct value of ``fields`` (e.g. ``"model", "condition"``)."""
+        bad = [f for f in fields if f not in _COUNT_FIELDS]
+        if bad or not fields:
+            raise StoreError(f"count_by() takes some of {', '.join(_COUNT_FIELDS)}, not {list(fields)}")
+        cols = ", ".join(fields)
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {cols}, COUNT(*) FROM predictions GROUP BY {cols}").fetchall()
+        return {tuple(r[:-1]): int(r[-1]) for r in rows}
+
+    def integrity_check(self) -> str:
+        """SQLite's ``PRAGMA integrity_check``: ``"ok"`` for a sound file."""
+        with self._lock:
+            return "\n".join(r[0] for r in self._conn.execute("PRAGMA integrity_check"))
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on any exception)."""
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+
+    def __enter__(self) -> None:
+        try:
+            self.store._begin()
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"{self.store.path}: cannot start a write transaction: {exc}") from exc
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        conn = self.store._conn
+        if exc_type is None:
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as err:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"{self.store.path}: commit failed: {err}") from err
+        else:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.Error):  # disk full, read-only file, I/O error ...
+                raise StoreError(f"{self.store.path}: write failed, nothing stored: {exc}") from exc
+
+
+def _where(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    for column, value in filters.items():
+        if value is None:
+            continue
+        if isinstance(value, str):
+            clauses.append(f"{column} = ?")
+            params.append(value)
+        else:
+            values = list(value)
+            if not values:
+                clauses.append("0")
+                continue
+            clauses.append(f"{column} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+
+def _frames_json(f: FrameSet) -> str:
+    data = {
+        "indices": list(f.indices),
+        "timestamps": list(f.timestamps),
+        "requested": f.requested,
+        "grey": f.grey,
+    }
+    return json.dumps(data, separators=(",", ":"))
+
+
+def _prediction_row(p: Prediction) -> tuple[Any, ...]:
+    return (
+        p.benchmark,
+        p.sample_id,
+        p.model,
+        p.condition,
+        p.response,
+        p.answer,
+        int(p.correct),
+        None if p.frames is None else _frames_json(p.frames),
+        p.prompt_hash,
+        float(p.latency_s),
+        p.answer_method,
+        None if p.option_probs is None else json.dumps(list(p.option_probs), separators=(",", ":")),
+        p.parse_error,
+    )
+
+
+def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
+    """A :class:`Prediction` from a row of :meth:`RunStore.prediction_rows`."""
+    frames = row["frames"]
+    probs = row["option_probs"]
+    return Prediction(
+        benchmark=row["benchmark"],
+        sample_id=row["sample_id"],
+        model=row["model"],
+        condition=row["condition"],
+        response=row["response"],
+        answer=row["answer"],
+        correct=int(row["correct"]),
+        frames=None if frames is None else FrameSet.from_dict(json.loads(frames)),
+        prompt_hash=row["prompt_hash"],
+        latency_s=float(row["latency_s"]),
+        answer_method=row["answer_method"],
+        option_probs=None if probs is None else tuple(float(x) for x in json.loads(probs)),
+        parse_error=row["parse_error"],
+    )
+
+
+__all__ = [
+    "MIGRATIONS",
+    "SCHEMA_VERSION",
+    "STORE_FILENAME",
+    "Key",
+    "RunStore",
+    "StoreCounts",
+    "StoreError",
+    "StoredFailure",
+    "environment_info",
+    "git_revision",
+    "is_secret_key",
+    "redact_secrets",
+    "resolve_store_path",
+    "row_to_prediction",
+]

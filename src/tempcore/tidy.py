@@ -1,0 +1,935 @@
+"""The tidy predictions table: one row per prediction, the interchange format of tempcore.
+
+Every diagnostic reads this table, whether it came from a run store (``tempcore export
+predictions``), from lmms-eval logs, or from a file a user made elsewhere. Columns, in order:
+
+===================  ========  ==============================================================
+column               type      meaning
+===================  ========  ==============================================================
+benchmark            string    benchmark name                                   (required)
+sample_id            string    the benchmark's sample id                        (required)
+model                string    model name                                       (required)
+strategy             string    frame-selection strategy of the condition        (required)
+mode                 string    text mode: ``q``, ``qa`` or ``none``             (required)
+k                    int64     frames shown                                     (required)
+window               int64     oracle window index, null otherwise              (required)
+correct              int8      0 / 1; a parse failure is 0                      (required)
+p_correct            float64   probability on the correct option (only when the samples
+                               are given and the prediction has option probabilities)
+rotation             int64     cyclic option rotation (0 = original order)
+encoder              string    frame-text encoder of score-based strategies, else null
+fps                  float64   decoding rate of the candidate frames
+seed                 int64     global seed of the condition
+variant              string    strategy variant, else null
+condition            string    the full condition key (:attr:`Condition.key`)
+answer               int64     parsed option index in the original order, null on parse failure
+parse_error          int8      1 when the response could not be parsed
+parse_error_message  string    why, else null
+answer_method        string    ``generate`` or ``option_scores``
+latency_s            float64   seconds the call took
+response             string    the model's raw response
+frame_indices        string    JSON list of the decoded-frame indices shown, in order; null if unknown
+frame_timestamps     string    JSON list of their timestamps (s); null if unknown
+frames_requested     int64     K asked for (``frame_indices`` may be shorter); null if unknown
+frames_grey          bool      true for the no-frame condition (grey images)
+prompt_hash          string    hash of the exact prompt
+n_options            int64     number of options (from the samples, else from option_probs)
+option_probs         string    JSON list of the probabilities over the original options, or null
+run_id               string    run that stored the prediction (null outside a store)
+created_at           string    when it was stored (ISO 8601, UTC; null outside a store)
+===================  ========  ==============================================================
+
+Only the required columns must be present in a file given to :func:`read_predictions`; the
+others are carried along when present. pyarrow is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from tempcore.errors import TempcoreError
+from tempcore.records import LETTERS, Condition, FrameSet, Prediction, Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tempcore.store import RunStore
+
+REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct")
+FORMATS = ("parquet", "csv", "jsonl")
+_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+_STRING_COLUMNS = (
+    "benchmark",
+    "sample_id",
+    "model",
+    "strategy",
+    "mode",
+    "encoder",
+    "variant",
+    "condition",
+    "parse_error_message",
+    "answer_method",
+    "response",
+    "frame_indices",
+    "frame_timestamps",
+    "prompt_hash",
+    "option_probs",
+    "run_id",
+    "created_at",
+)
+_ID_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode")
+_INT_COLUMNS = ("k", "window", "rotation", "seed", "frames_requested", "n_options")
+_FLOAT_COLUMNS = ("fps", "latency_s", "p_correct")
+
+
+class PredictionsTableError(TempcoreError):
+    """A predictions table is unusable: names the file, the row and the reason."""
+
+
+class LmmsEvalImportError(TempcoreError):
+    """A line of an lmms-eval ``--log_samples`` file cannot become a prediction."""
+
+
+def _schema(with_p_correct: bool) -> pa.Schema:
+    import pyarrow as pa
+
+    fields = [
+        ("benchmark", pa.string()),
+        ("sample_id", pa.string()),
+        ("model", pa.string()),
+        ("strategy", pa.string()),
+        ("mode", pa.string()),
+        ("k", pa.int64()),
+        ("window", pa.int64()),
+        ("correct", pa.int8()),
+        *([("p_correct", pa.float64())] if with_p_correct else []),
+        ("rotation", pa.int64()),
+        ("encoder", pa.string()),
+        ("fps", pa.float64()),
+        ("seed", pa.int64()),
+        ("variant", pa.string()),
+        ("condition", pa.string()),
+        ("answer", pa.int64()),
+        ("parse_error", pa.int8()),
+        ("parse_error_message", pa.string()),
+        ("answer_method", pa.string()),
+        ("latency_s", pa.float64()),
+        ("response", pa.string()),
+        ("frame_indices", pa.string()),
+        ("frame_timestamps", pa.string()),
+        ("frames_requested", pa.int64()),
+        ("frames_grey", pa.bool_()),
+        ("prompt_hash", pa.string()),
+        ("n_options", pa.int64()),
+        ("option_probs", pa.string()),
+        ("run_id", pa.string()),
+        ("created_at", pa.string()),
+    ]
+    return pa.schema(fields)
+
+
+def tidy_columns(with_p_correct: bool = False) -> list[str]:
+    """The column names :func:`predictions_table` produces, in order."""
+    return _schema(with_p_correct).names
+
+
+@lru_cache(maxsize=4096)
+def _condition(key: str) -> Condition:
+    return Condition.from_key(key)
+
+
+# --- building -----------------------------------------------------------------------------
+
+# What the builder needs of each prediction, in this order (the store computes the frame parts
+# and the option count in SQL; a Prediction is converted in Python).
+_RAW = (
+    "benchmark",
+    "sample_id",
+    "model",
+    "condition",
+    "correct",
+    "answer",
+    "parse_error",
+    "answer_method",
+    "latency_s",
+    "response",
+    "frame_indices",
+    "frame_timestamps",
+    "frames_requested",
+    "frames_grey",
+    "prompt_hash",
+    "n_probs",
+    "option_probs",
+    "run_id",
+    "created_at",
+)
+_STORE_SQL = """
+SELECT benchmark, sample_id, model, condition, correct, answer, parse_error, answer_method, latency_s,
+       response, json_extract(frames, '$.indices'), json_extract(frames, '$.timestamps'),
+       json_extract(frames, '$.requested'), json_extract(frames, '$.grey'), prompt_hash,
+       json_array_length(option_probs), option_probs, run_id, created_at
+FROM predictions {where} ORDER BY benchmark, sample_id, model, condition
+"""
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _prediction_raw(p: Prediction) -> tuple[Any, ...]:
+    if not isinstance(p, Prediction):
+        raise PredictionsTableError(f"predictions_table() takes Predictions, got {type(p).__name__}")
+    f = p.frames
+    return (
+        p.benchmark,
+        p.sample_id,
+        p.model,
+        p.condition,
+        p.correct,
+        p.answer,
+        p.parse_error,
+        p.answer_method,
+        p.latency_s,
+        p.response,
+        None if f is None else _compact(list(f.indices)),
+        None if f is None else _compact(list(f.timestamps)),
+        None if f is None else f.requested,
+        None if f is None else int(f.grey),
+        p.prompt_hash,
+        None if p.option_probs is None else len(p.option_probs),
+        None if p.option_probs is None else _compact(list(p.option_probs)),
+        None,
+        None,
+    )
+
+
+def _raw_batches(
+    source: RunStore | Iterable[Prediction], run_id: str | None, batch_rows: int
+) -> Iterator[list[tuple[Any, ...]]]:
+    from tempcore.store import RunStore
+
+    if isinstance(source, RunStore):
+        where, params = ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+        yield from source.iter_query(_STORE_SQL.format(where=where), params, batch_size=batch_rows)
+        return
+    batch: list[tuple[Any, ...]] = []
+    for p in source:
+        batch.append(_prediction_raw(p))
+        if len(batch) >= batch_rows:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _sample_index(samples: Iterable[Sample] | Mapping[tuple[str, str], Sample] | None) -> dict | None:
+    if samples is None:
+        return None
+    if isinstance(samples, Mapping):
+        return dict(samples)
+    return {(s.benchmark, s.sample_id): s for s in samples}
+
+
+def _parsed_conditions(keys: Iterable[str], rows: Sequence[tuple[Any, ...]]) -> dict[str, Condition]:
+    out = {}
+    for key in set(keys):
+        try:
+            out[key] = _condition(key)
+        except ValueError as exc:
+            row = next(r for r in rows if r[3] == key)
+            raise PredictionsTableError(f"prediction {tuple(row[:4])}: bad condition key: {exc}") from exc
+    return out
+
+
+def _record_batch(rows: list[tuple[Any, ...]], schema: pa.Schema, index: dict | None) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    raw = dict(zip(_RAW, zip(*rows)))
+    conds = _parsed_conditions(raw["condition"], rows)
+    per_row = [conds[k] for k in raw["condition"]]
+    cols: dict[str, Any] = {name: raw[name] for name in _RAW if name in schema.names}
+    for name in ("strategy", "mode", "k", "window", "rotation", "encoder", "fps", "seed", "variant"):
+        cols[name] = [getattr(c, name) for c in per_row]
+    cols["parse_error_message"] = raw["parse_error"]
+    cols["parse_error"] = [0 if e is None else 1 for e in raw["parse_error"]]
+    cols["frames_grey"] = [None if g is None else bool(g) for g in raw["frames_grey"]]
+    n_options = list(raw["n_probs"])
+    if index is not None:
+        p_correct: list[float | None] = []
+        for i, (b, sid, probs) in enumerate(zip(raw["benchmark"], raw["sample_id"], raw["option_probs"])):
+            sample = index.get((b, sid))
+            if sample is None:
+                p_correct.append(None)
+                continue
+            if sample.options:
+                n_options[i] = len(sample.options)
+            if probs is None or sample.answer is None:
+                p_correct.append(None)
+                continue
+            values = json.loads(probs)
+            if len(values) != len(sample.options):
+                raise PredictionsTableError(
+                    f"prediction {tuple(rows[i][:4])}: {len(values)} option probabilities for a sample "
+                    f"with {len(sample.options)} options"
+                )
+            p_correct.append(float(values[sample.answer]))
+        cols["p_correct"] = p_correct
+    cols["n_options"] = n_options
+    return pa.record_batch([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
+
+
+def iter_prediction_batches(
+    source: RunStore | Iterable[Prediction],
+    *,
+    samples: Iterable[Sample] | Mapping[tuple[str, str], Sample] | None = None,
+    run_id: str | None = None,
+    batch_rows: int = 65536,
+) -> Iterator[pa.RecordBatch]:
+    """The tidy table as a stream of record batches (constant memory); see :func:`predictions_table`."""
+    index = _sample_index(samples)
+    schema = _schema(index is not None)
+    for rows in _raw_batches(source, run_id, batch_rows):
+        yield _record_batch(rows, schema, index)
+
+
+def predictions_table(
+    source: RunStore | Iterable[Prediction],
+    *,
+    samples: Iterable[Sample] | Mapping[tuple[str, str], Sample] | None = None,
+    run_id: str | None = None,
+) -> pa.Table:
+    """The tidy table (module docstring) of a run store or of a sequence of predictions.
+
+    The condition columns come from :meth:`Condition.from_key` of each prediction's condition.
+    ``samples`` (the benchmark's samples, or a mapping ``(benchmark, sample_id) -> Sample``) adds
+    ``p_correct`` — the probability the model put on the correct option, which a prediction alone
+    cannot know when it is wrong — and ``n_options``; without them ``n_options`` falls back on the
+    length of ``option_probs`` and there is no ``p_correct`` column. ``run_id`` restricts a store
+    export to one run. Rows of a store come in key order.
+    """
+    import pyarrow as pa
+
+    schema = _schema(samples is not None)
+    batches = list(iter_prediction_batches(source, samples=samples, run_id=run_id))
+    return pa.Table.from_batches(batches, schema=schema)
+
+
+# --- writing ------------------------------------------------------------------------------
+
+
+def infer_format(path: str | os.PathLike[str], format: str | None = None) -> str:
+    """``format`` if given (checked), else the one the suffix of ``path`` names."""
+    if format is not None:
+        if format not in FORMATS:
+            raise PredictionsTableError(
+                f"unknown table format {format!r}; choose one of {', '.join(FORMATS)}"
+            )
+        return format
+    suffix = Path(path).suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise PredictionsTableError(
+            f"{path}: cannot tell the table format from the suffix {suffix!r}; use "
+            f"{', '.join(sorted(_SUFFIXES))} or give the format"
+        )
+    return _SUFFIXES[suffix]
+
+
+def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any, fmt: str) -> int:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    n = 0
+    if fmt == "parquet":
+        with pq.ParquetWriter(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                n += batch.num_rows
+    elif fmt == "csv":
+        with pacsv.CSVWriter(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                n += batch.num_rows
+    else:
+        for batch in batches:
+            lines = [json.dumps(row, ensure_ascii=False, allow_nan=False) for row in batch.to_pylist()]
+            if lines:
+                out.write(("\n".join(lines) + "\n").encode("utf-8"))
+            n += batch.num_rows
+    return n
+
+
+def write_batches(
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    path: str | os.PathLike[str] | IO[bytes],
+    format: str | None = None,
+) -> int:
+    """Write a stream of record batches as Parquet, CSV or JSONL; return the number of rows.
+
+    The format comes from the suffix unless given. A path is written atomically (a temporary file
+    in the same folder, renamed at the end), so an interrupted export never leaves half a file. A
+    binary stream (e.g. ``sys.stdout.buffer``) takes CSV or JSONL, and then ``format`` is required.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        if format not in ("csv", "jsonl"):
+            raise PredictionsTableError("writing to a stream needs format='csv' or 'jsonl'")
+        return _write_stream(batches, schema, path, format)
+    target = Path(path)
+    fmt = infer_format(target, format)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            n = _write_stream(batches, schema, fh, fmt)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return n
+
+
+def write_table(table: pa.Table, path: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> int:
+    """Write ``table`` as Parquet, CSV or JSONL (see :func:`write_batches`); return the number of rows."""
+    return write_batches(table.to_batches(), table.schema, path, format)
+
+
+# --- reading ------------------------------------------------------------------------------
+
+
+def _read_jsonl_slow(path: Path) -> pa.Table:
+    """Line-by-line JSONL reader: exact error positions and tolerant of mixed id types."""
+    import pyarrow as pa
+
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise PredictionsTableError(f"{path}:{n}: not JSON: {exc}") from exc
+            if not isinstance(row, dict):
+                raise PredictionsTableError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+            for name in _STRING_COLUMNS:
+                value = row.get(name)
+                if value is not None and not isinstance(value, str):
+                    row[name] = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+            rows.append(row)
+    if not rows:
+        return pa.table({})
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PredictionsTableError(f"{path}: a column mixes value types: {exc}") from exc
+
+
+def _read_raw(path: Path, fmt: str) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path)
+        if fmt == "csv":
+            with open(path, "rb") as fh:
+                header = fh.readline().decode("utf-8", errors="replace").strip().split(",")
+            types = {name.strip('"'): pa.string() for name in header if name.strip('"') in _STRING_COLUMNS}
+            return pacsv.read_csv(
+                path,
+                parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+            )
+        try:
+            return pajson.read_json(path)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return _read_jsonl_slow(path)
+    except OSError as exc:
+        raise PredictionsTableError(f"{path}: cannot read: {exc}") from exc
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PredictionsTableError(f"{path}: not a readable {fmt} table: {exc}") from exc
+
+
+def _first_bad_row(mask: Any) -> int:
+    import numpy as np
+
+    return int(np.flatnonzero(np.asarray(mask))[0]) + 1
+
+
+def validate_table(table: pa.Table, source: str = "<table>") -> pa.Table:
+    """Check and normalise a predictions table; return it with canonical column types.
+
+    Checks: the required columns are present; identifiers (benchmark, sample_id, model, strategy,
+    mode) are non-empty; ``mode`` is q, qa or none; ``k`` a positive integer; ``window`` an
+    integer or null; ``correct`` 0 or 1 (booleans accepted) with no nulls; ``p_correct`` in
+    [0, 1] or null. Errors name ``source``, the column and the first bad row (1 = first data row).
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise PredictionsTableError(
+            f"{source}: missing required column(s) {', '.join(missing)} "
+            f"(a predictions table needs {', '.join(REQUIRED_COLUMNS)})"
+        )
+    columns = {}
+    for name in table.column_names:
+        col = table.column(name)
+        try:
+            if name in _STRING_COLUMNS and not pa.types.is_string(col.type):
+                if pa.types.is_floating(col.type) and name in _ID_COLUMNS:
+                    raise PredictionsTableError(
+                        f"{source}: column {name} holds floats; ids must be text or integers"
+                    )
+                col = col.cast(pa.string())
+            elif name in _INT_COLUMNS and not pa.types.is_int64(col.type):
+                col = col.cast(pa.int64())
+            elif name in _FLOAT_COLUMNS and not pa.types.is_float64(col.type):
+                col = col.cast(pa.float64())
+        except pa.ArrowException as exc:  # invalid values or an impossible cast
+            raise PredictionsTableError(
+                f"{source}: column {name} has values of the wrong type: {exc}"
+            ) from exc
+        columns[name] = col
+    for name in _ID_COLUMNS:
+        col = columns[name]
+        bad = pc.or_(pc.is_null(col), pc.equal(pc.utf8_length(pc.fill_null(col, "")), 0))
+        if pc.any(bad).as_py():
+            raise PredictionsTableError(f"{source}: row {_first_bad_row(bad)}: empty {name}")
+    bad = pc.invert(pc.is_in(columns["mode"], value_set=pa.array(["q", "qa", "none"])))
+    if pc.any(bad).as_py():
+        row = _first_bad_row(bad)
+        value = columns["mode"][row - 1].as_py()
+        raise PredictionsTableError(f"{source}: row {row}: mode must be q, qa or none, not {value!r}")
+    k = columns["k"]
+    bad = pc.fill_null(pc.less_equal(k, 0), True)
+    if pc.any(bad).as_py():
+        raise PredictionsTableError(f"{source}: row {_first_bad_row(bad)}: k must be a positive integer")
+    correct = columns["correct"]
+    if pa.types.is_boolean(correct.type):
+        correct = correct.cast(pa.int8())
+    if not (pa.types.is_integer(correct.type) or pa.types.is_floating(correct.type)):
+        raise PredictionsTableError(f"{source}: column correct must hold 0 or 1, found {correct.type} values")
+    bad = pc.fill_null(pc.invert(pc.is_in(correct, value_set=pa.array([0, 1], type=correct.type))), True)
+    if pc.any(bad).as_py():
+        row = _first_bad_row(bad)
+        raise PredictionsTableError(
+            f"{source}: row {row}: correct must be 0 or 1, not {correct[row - 1].as_py()!r}"
+        )
+    columns["correct"] = correct.cast(pa.int8())
+    if "p_correct" in columns:
+        p = columns["p_correct"]
+        bad = pc.fill_null(pc.or_(pc.less(p, 0.0), pc.greater(p, 1.0)), False)
+        bad = pc.or_(bad, pc.fill_null(pc.is_nan(p), False))
+        if pc.any(bad).as_py():
+            raise PredictionsTableError(f"{source}: row {_first_bad_row(bad)}: p_correct must lie in [0, 1]")
+    for flag in ("parse_error",):
+        if flag in columns:
+            col = columns[flag]
+            if pa.types.is_boolean(col.type):
+                col = col.cast(pa.int8())
+            try:
+                columns[flag] = col.cast(pa.int8())
+            except pa.ArrowException as exc:  # invalid values or an impossible cast
+                raise PredictionsTableError(f"{source}: column {flag} must hold 0 or 1: {exc}") from exc
+    return pa.table(columns)
+
+
+def read_predictions(path: str | os.PathLike[str], format: str | None = None) -> pa.Table:
+    """Read and validate a tidy predictions table from CSV, Parquet or JSONL (see :func:`validate_table`)."""
+    p = Path(path)
+    if not p.is_file():
+        raise PredictionsTableError(f"{p}: no such file")
+    return validate_table(_read_raw(p, infer_format(p, format)), str(p))
+
+
+# --- from a table back to predictions -----------------------------------------------------
+
+
+def _condition_of(row: Mapping[str, Any], where: str) -> str:
+    try:
+        if row.get("condition"):
+            cond = Condition.from_key(row["condition"])
+            for name in ("strategy", "mode", "k", "window"):
+                if row.get(name) is not None and row[name] != getattr(cond, name):
+                    raise PredictionsTableError(
+                        f"{where}: column {name}={row[name]!r} disagrees with condition {row['condition']!r}"
+                    )
+            return cond.key
+        kwargs: dict[str, Any] = {"strategy": row["strategy"], "mode": row["mode"], "k": int(row["k"])}
+        for name in ("window", "encoder", "fps", "seed", "rotation", "variant"):
+            if row.get(name) is not None and row.get(name) != "":
+                kwargs[name] = row[name]
+        return Condition(**kwargs).key
+    except (ValueError, TypeError) as exc:
+        raise PredictionsTableError(f"{where}: bad condition: {exc}") from exc
+
+
+def _answer_of(value: Any, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        text = value.strip()
+        if len(text) == 1 and text.upper() in LETTERS:
+            return LETTERS.index(text.upper())
+        if text.lstrip("-").isdigit():
+            value = int(text)
+        else:
+            raise PredictionsTableError(f"{where}: answer {value!r} is neither an option index nor a letter")
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, int) or value < 0:
+        raise PredictionsTableError(f"{where}: answer {value!r} is not an option index")
+    return value
+
+
+def _json_list(value: Any, where: str, name: str) -> list[Any] | None:
+    if value is None or value == "":
+        return None
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else value
+    except json.JSONDecodeError as exc:
+        raise PredictionsTableError(f"{where}: {name} is not a JSON list: {exc}") from exc
+    if not isinstance(parsed, list):
+        raise PredictionsTableError(f"{where}: {name} is not a JSON list")
+    return parsed
+
+
+def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Prediction]:
+    """Predictions from a (validated) tidy table, e.g. to bring a table made elsewhere into a store.
+
+    The condition is the ``condition`` column when present (checked against strategy, mode, k,
+    window), else built from the condition columns. A store needs the parsed ``answer`` (index or
+    letter) of every row: a row without one must be a parse failure (``parse_error`` = 1, and then
+    ``correct`` = 0). Absent optional columns take the record defaults (empty response, no frames).
+    """
+    table = validate_table(table, source)
+    out: list[Prediction] = []
+    for i, row in enumerate(table.to_pylist(), start=1):
+        where = f"{source}: row {i}"
+        answer = _answer_of(row.get("answer"), where)
+        flagged = bool(row.get("parse_error")) or bool(row.get("parse_error_message"))
+        parse_error = None
+        if answer is None:
+            if not flagged:
+                raise PredictionsTableError(
+                    f"{where}: no answer; a store needs the parsed option index (column answer) of every "
+                    "prediction, or parse_error = 1 for a response that could not be parsed"
+                )
+            parse_error = row.get("parse_error_message") or "parse failure (imported table)"
+        indices = _json_list(row.get("frame_indices"), where, "frame_indices")
+        timestamps = _json_list(row.get("frame_timestamps"), where, "frame_timestamps")
+        frames = None
+        if indices is not None or timestamps is not None:
+            try:
+                frames = FrameSet(
+                    indices=tuple(indices or ()),
+                    timestamps=tuple(timestamps or ()),
+                    requested=int(row.get("frames_requested") or 0),
+                    grey=bool(row.get("frames_grey")),
+                )
+            except (ValueError, TypeError) as exc:
+                raise PredictionsTableError(f"{where}: bad frames: {exc}") from exc
+        probs = _json_list(row.get("option_probs"), where, "option_probs")
+        try:
+            out.append(
+                Prediction(
+                    benchmark=row["benchmark"],
+                    sample_id=row["sample_id"],
+                    model=row["model"],
+                    condition=_condition_of(row, where),
+                    response=row.get("response") or "",
+                    answer=answer,
+                    correct=int(row["correct"]),
+                    frames=frames,
+                    prompt_hash=row.get("prompt_hash") or "",
+                    latency_s=float(row.get("latency_s") or 0.0),
+                    answer_method=row.get("answer_method") or "generate",
+                    option_probs=None if probs is None else tuple(float(x) for x in probs),
+                    parse_error=parse_error,
+                )
+            )
+        except ValueError as exc:
+            raise PredictionsTableError(f"{where}: {exc}") from exc
+    return out
+
+
+def import_table(
+    path: str | os.PathLike[str], store: RunStore, *, overwrite: bool = False, format: str | None = None
+) -> tuple[str, int, int]:
+    """Read a tidy table and store its predictions as a new run; return (run_id, rows, written).
+
+    Keys already in the store are kept (first write wins) unless ``overwrite``; nothing is stored
+    if any row is invalid.
+    """
+    predictions = table_to_predictions(read_predictions(path, format), str(path))
+    manifest = {
+        "import": {"format": "tidy", "source": str(Path(path).resolve()), "sha256": file_sha256(path)}
+    }
+    run_id = store.start_run(manifest)
+    return run_id, len(predictions), store.put(predictions, run_id, overwrite=overwrite)
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 (hex) of a file's bytes, recorded in import manifests."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+# --- lmms-eval ----------------------------------------------------------------------------
+
+_LMMS_STANDARD = {
+    "doc_id",
+    "doc",
+    "target",
+    "arguments",
+    "resps",
+    "filtered_resps",
+    "doc_hash",
+    "prompt_hash",
+    "target_hash",
+    "input",
+    "filter",
+    "metrics",
+}
+_OPTION_FIELDS = ("options", "candidates", "choices")
+_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Z])\s*[\.\):]\s*")
+_SAMPLES_NAME = re.compile(r"samples_(?P<task>.+?)(?:_\d{4}-\d{2}-\d{2}T[\d\-\.:]+)?$")
+
+
+def _first_text(value: Any) -> str | None:
+    """The first string inside nested lists (lmms-eval wraps responses per request and per repeat)."""
+    while isinstance(value, (list, tuple)):
+        if not value:
+            return None
+        value = value[0]
+    return value if isinstance(value, str) else None
+
+
+def _lookup(record: Mapping[str, Any], field: str) -> Any:
+    """``field`` at the top level of an lmms-eval record, in its ``doc``, or in a task-field dict."""
+    if field in record:
+        return record[field]
+    doc = record.get("doc")
+    if isinstance(doc, Mapping) and field in doc:
+        return doc[field]
+    for name, value in record.items():
+        if name not in _LMMS_STANDARD and isinstance(value, Mapping) and field in value:
+            return value[field]
+    return None
+
+
+def _strip_letter_prefixes(options: list[str]) -> list[str]:
+    """Video-MME style ``"A. text"`` options become ``"text"`` when every option carries its letter."""
+    matches = [_LETTER_PREFIX.match(o) for o in options]
+    if options and all(m and m.group(1) == LETTERS[i] for i, m in enumerate(matches)):
+        return [o[m.end() :] for o, m in zip(options, matches)]  # type: ignore[union-attr]
+    return options
+
+
+def _target_index(target: Any, options: list[str] | None, n_options: int | None) -> int:
+    """The correct option's index from an lmms-eval target: a letter, ``(B)`` / ``B.`` /
+    ``B. text``, a 0-based index, or the option's text."""
+    if isinstance(target, list) and len(target) == 1:
+        target = target[0]
+    index: int | None = None
+    if isinstance(target, bool):
+        raise ValueError(f"target {target!r} is not an option")
+    if isinstance(target, int):
+        index = target
+    elif isinstance(target, str):
+        text = target.strip()
+        lowered = [o.strip().lower() for o in options or ()]
+        if text.lower() in lowered and len(text) > 1:
+            index = lowered.index(text.lower())
+        elif len(text) == 1 and text.upper() in LETTERS:
+            index = LETTERS.index(text.upper())
+        elif text.isdigit():
+            index = int(text)
+        elif m := _LETTER_PREFIX.match(text):
+            index = LETTERS.index(m.group(1))
+            rest = text[m.end() :].strip().lower()
+            if rest and options and index < len(options) and rest != lowered[index]:
+                raise ValueError(
+                    f"target {target!r} names option {m.group(1)}, whose text is {options[index]!r}"
+                )
+    if index is None:
+        raise ValueError(f"cannot map target {target!r} to an option")
+    limit = len(options) if options else n_options
+    if index < 0 or (limit is not None and index >= limit):
+        raise ValueError(f"target {target!r} is outside the {limit} options")
+    return index
+
+
+def lmms_eval_task_name(path: str | os.PathLike[str]) -> str | None:
+    """The task name in an lmms-eval samples file name (``..._samples_<task>[_<date>].jsonl``)."""
+    m = _SAMPLES_NAME.search(Path(path).stem)
+    return m.group("task") if m else None
+
+
+def import_lmms_eval(
+    path: str | os.PathLike[str],
+    *,
+    model: str,
+    k: int,
+    strategy: str = "uniform",
+    benchmark: str | None = None,
+    mode: str = "none",
+    fps: float = 10.0,
+    seed: int = 0,
+    variant: str | None = None,
+    id_field: str | None = None,
+    n_options: int | None = None,
+    errors: list[LmmsEvalImportError] | None = None,
+) -> list[Prediction]:
+    """Predictions from an lmms-eval ``--log_samples`` JSONL file (one JSON object per line).
+
+    Per line: ``doc_id``, ``target``, ``resps`` (raw responses, nested per request), and
+    ``filtered_resps`` (what the task's filters made of them), ``doc_hash``, ``input`` (the prompt)
+    or ``arguments``, an optional ``doc``, and the task's own fields (e.g. Video-MME's
+    ``videomme_perception_score`` dict with ``question_id`` and ``answer``).
+
+    Choices (the log leaves them open):
+
+    * sample id: ``str(doc_id)`` unless ``id_field`` names a field (looked up at the top level,
+      in ``doc``, then in the task's dict fields) — use the benchmark's own id (Video-MME:
+      ``question_id``) to join with tempcore runs;
+    * response: the first raw response in ``resps``; the answer is extracted from the first
+      filtered response with the shared extractor :func:`tempcore.answers.extract_choice`,
+      so lmms-eval predictions are parsed exactly like tempcore's own; an unparseable response is
+      a parse failure (answer null, correct 0);
+    * options: ``options`` / ``candidates`` / ``choices`` of the record (``"A. text"`` prefixes
+      removed), else ``n_options``; target: a letter, ``B.`` / ``(B)`` / ``B. text``, a 0-based
+      index, or an option's text;
+    * condition: ``Condition(strategy, mode, k, fps=fps, seed=seed, variant=variant)`` as given by
+      the caller — lmms-eval does not log which frames it sampled, so ``frames`` is None;
+    * prompt hash: the log's ``prompt_hash`` when present, else the SHA-256 of ``input``;
+    * benchmark: ``benchmark`` or the task name in the file name (``samples_<task>...jsonl``).
+
+    A bad line raises :class:`LmmsEvalImportError` (file:line: reason); when ``errors`` is a list,
+    it is appended there instead and the line skipped. Duplicate sample ids are always an error.
+    """
+    from tempcore.answers import extract_choice
+
+    p = Path(path)
+    bench = benchmark or lmms_eval_task_name(p)
+    if not bench:
+        raise LmmsEvalImportError(f"{p}: cannot tell the benchmark from the file name; pass benchmark=")
+    try:
+        condition = Condition(strategy=strategy, mode=mode, k=k, fps=fps, seed=seed, variant=variant).key
+    except ValueError as exc:
+        raise LmmsEvalImportError(f"{p}: {exc}") from exc
+    seen: dict[str, int] = {}
+    out: list[Prediction] = []
+    try:
+        fh = open(p, encoding="utf-8")
+    except OSError as exc:
+        raise LmmsEvalImportError(f"{p}: cannot read: {exc}") from exc
+    with fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise ValueError(f"not JSON: {exc}") from exc
+                if not isinstance(record, dict):
+                    raise ValueError("not a JSON object")
+                if "doc_id" not in record or "target" not in record:
+                    raise ValueError("no doc_id / target: not an lmms-eval --log_samples line")
+                if id_field:
+                    sid = _lookup(record, id_field)
+                    if sid is None:
+                        raise ValueError(f"no field {id_field!r} for the sample id")
+                else:
+                    sid = record["doc_id"]
+                sample_id = str(sid)
+                if sample_id in seen:
+                    raise ValueError(f"sample id {sample_id!r} already on line {seen[sample_id]}")
+                seen[sample_id] = n
+                raw_options = next(
+                    (v for f in _OPTION_FIELDS if isinstance(v := _lookup(record, f), list) and v), None
+                )
+                options = _strip_letter_prefixes([str(o) for o in raw_options]) if raw_options else None
+                count = len(options) if options else n_options
+                gold = _target_index(record["target"], options, count)
+                response = _first_text(record.get("resps"))
+                filtered = _first_text(record.get("filtered_resps"))
+                if response is None and filtered is None:
+                    raise ValueError("no response in resps / filtered_resps")
+                extraction = extract_choice(filtered if filtered is not None else response, options, count)
+                answer = extraction.index
+                prompt_hash = record.get("prompt_hash")
+                if not prompt_hash and isinstance(record.get("input"), str):
+                    prompt_hash = hashlib.sha256(record["input"].encode("utf-8")).hexdigest()
+                out.append(
+                    Prediction(
+                        benchmark=bench,
+                        sample_id=sample_id,
+                        model=model,
+                        condition=condition,
+                        response=response if response is not None else str(filtered),
+                        answer=answer,
+                        correct=int(answer is not None and answer == gold),
+                        frames=None,
+                        prompt_hash=str(prompt_hash or ""),
+                        answer_method="generate",
+                        parse_error=None
+                        if answer is not None
+                        else (extraction.error or "unparseable response"),
+                    )
+                )
+            except (ValueError, TypeError) as exc:
+                err = LmmsEvalImportError(f"{p}:{n}: {exc}")
+                if errors is None:
+                    raise err from exc
+                errors.append(err)
+    return out
+
+
+def store_predictions(
+    store: RunStore,
+    predictions: Sequence[Prediction],
+    manifest: Mapping[str, Any],
+    *,
+    overwrite: bool = False,
+) -> tuple[str, int]:
+    """Store imported predictions as one new run in one transaction; return (run_id, rows written)."""
+    run_id = store.start_run(manifest)
+    return run_id, store.put(predictions, run_id, overwrite=overwrite)
+
+
+__all__ = [
+    "FORMATS",
+    "REQUIRED_COLUMNS",
+    "LmmsEvalImportError",
+    "PredictionsTableError",
+    "file_sha256",
+    "import_lmms_eval",
+    "import_table",
+    "infer_format",
+    "iter_prediction_batches",
+    "lmms_eval_task_name",
+    "predictions_table",
+    "read_predictions",
+    "store_predictions",
+    "table_to_predictions",
+    "tidy_columns",
+    "validate_table",
+    "write_batches",
+    "write_table",
+]

@@ -1,0 +1,486 @@
+"""The tidy predictions table: building, writing / reading CSV, Parquet and JSONL, validation,
+importing tidy tables and lmms-eval logs, and the ``tempcore export`` / ``tempcore import`` commands."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+from tempcore.cli import main
+from tempcore.records import Condition, FrameSet, Prediction, Sample
+from tempcore.store import RunStore
+from tempcore.tidy import (
+    REQUIRED_COLUMNS,
+    LmmsEvalImportError,
+    PredictionsTableError,
+    import_lmms_eval,
+    import_table,
+    lmms_eval_task_name,
+    predictions_table,
+    read_predictions,
+    table_to_predictions,
+    tidy_columns,
+    validate_table,
+    write_table,
+)
+
+MAXPROB = Condition("maxprob", mode="qa", k=8, encoder="siglip2")
+ORACLE = Condition("oracle", mode="none", k=8, window=3)
+ROTATED = Condition("uniform", k=8, rotation=2, variant="linspace", seed=7, fps=2.5)
+NOFRAME = Condition("noframe", k=8)
+
+
+def _predictions() -> list[Prediction]:
+    return [
+        Prediction(
+            "videomme",
+            "001-1",
+            "qwen",
+            MAXPROB.key,
+            'The answer is (B).\nBecause, "quoted", text',
+            1,
+            1,
+            FrameSet((3, 10, 42), (0.3, 1.0, 4.2), requested=8),
+            "ab12",
+            1.5,
+            "generate",
+        ),
+        Prediction(
+            "videomme", "001-2", "qwen", ORACLE.key, "C", 2, 0, FrameSet((5,), (0.5,), 8), "cd34", 0.25
+        ),
+        Prediction(
+            "nextqa",
+            "007",
+            "llava",
+            ROTATED.key,
+            "",
+            0,
+            0,
+            None,
+            "ef56",
+            0.75,
+            "option_scores",
+            option_probs=(0.5, 0.125, 0.25, 0.125),
+        ),
+        Prediction(
+            "nextqa",
+            "008",
+            "llava",
+            NOFRAME.key,
+            "hmm",
+            None,
+            0,
+            FrameSet((), (), 8, grey=True),
+            parse_error="no option letter found",
+        ),
+    ]
+
+
+SAMPLES = [
+    Sample("videomme", "001-1", "v.mp4", "q?", ("a", "b", "c", "d"), 1),
+    Sample("videomme", "001-2", "v.mp4", "q?", ("a", "b", "c", "d"), 3),
+    Sample("nextqa", "007", "n.mp4", "q?", ("w", "x", "y", "z"), 2),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with RunStore(tmp_path / "run" / "store.sqlite") as s:
+        s.start_run({"config": {}}, run_id="r1")
+        s.put(_predictions(), "r1")
+        yield s
+
+
+def _by_key(rows: list[dict]) -> dict:
+    return {(r["benchmark"], r["sample_id"], r["model"], r["condition"]): r for r in rows}
+
+
+def test_table_columns_and_values(store: RunStore) -> None:
+    table = predictions_table(store)
+    assert table.column_names[: len(REQUIRED_COLUMNS)] == list(REQUIRED_COLUMNS)
+    assert table.column_names == tidy_columns()
+    assert "p_correct" not in table.column_names
+    assert table.schema.field("correct").type == pa.int8()
+    rows = _by_key(table.to_pylist())
+    r = rows[("videomme", "001-1", "qwen", MAXPROB.key)]
+    assert (r["strategy"], r["mode"], r["k"], r["window"], r["encoder"], r["fps"], r["seed"]) == (
+        "maxprob",
+        "qa",
+        8,
+        None,
+        "siglip2",
+        10.0,
+        0,
+    )
+    assert json.loads(r["frame_indices"]) == [3, 10, 42] and json.loads(r["frame_timestamps"]) == [
+        0.3,
+        1.0,
+        4.2,
+    ]
+    assert (r["frames_requested"], r["frames_grey"], r["run_id"]) == (8, False, "r1")
+    assert r["parse_error"] == 0 and r["parse_error_message"] is None and r["n_options"] is None
+    o = rows[("videomme", "001-2", "qwen", ORACLE.key)]
+    assert (o["strategy"], o["window"], o["mode"]) == ("oracle", 3, "none")
+    u = rows[("nextqa", "007", "llava", ROTATED.key)]
+    assert (u["rotation"], u["variant"], u["seed"], u["fps"], u["n_options"]) == (2, "linspace", 7, 2.5, 4)
+    assert u["frame_indices"] is None and json.loads(u["option_probs"]) == [0.5, 0.125, 0.25, 0.125]
+    n = rows[("nextqa", "008", "llava", NOFRAME.key)]
+    assert (n["parse_error"], n["parse_error_message"], n["answer"], n["frames_grey"]) == (
+        1,
+        "no option letter found",
+        None,
+        True,
+    )
+    assert predictions_table(store, run_id="other").num_rows == 0
+
+
+def test_p_correct_needs_the_samples(store: RunStore) -> None:
+    table = predictions_table(store, samples=SAMPLES)
+    assert table.column_names[len(REQUIRED_COLUMNS)] == "p_correct"
+    rows = _by_key(table.to_pylist())
+    assert rows[("nextqa", "007", "llava", ROTATED.key)]["p_correct"] == 0.25  # gold index 2, original order
+    assert rows[("videomme", "001-1", "qwen", MAXPROB.key)]["p_correct"] is None  # no probabilities
+    assert rows[("videomme", "001-1", "qwen", MAXPROB.key)]["n_options"] == 4
+    bad = [Sample("nextqa", "007", "n.mp4", "q?", ("w", "x", "y"), 2)]
+    with pytest.raises(PredictionsTableError, match="4 option probabilities for a sample with 3 options"):
+        predictions_table(store, samples=bad)
+
+
+def test_from_a_sequence_of_predictions() -> None:
+    table = predictions_table(_predictions())
+    assert table.num_rows == 4 and set(table.column("run_id").to_pylist()) == {None}
+    with pytest.raises(PredictionsTableError, match="takes Predictions"):
+        predictions_table([{"benchmark": "x"}])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_write_read_round_trip(store: RunStore, tmp_path: Path, suffix: str) -> None:
+    table = predictions_table(store, samples=SAMPLES)
+    path = tmp_path / f"out{suffix}"
+    write_table(table, path)
+    back = read_predictions(path)
+    assert back.column_names == table.column_names
+    assert back.schema.field("sample_id").type == pa.string()
+    original = sorted(validate_table(table).to_pylist(), key=lambda r: r["condition"])
+    again = sorted(back.to_pylist(), key=lambda r: r["condition"])
+    if suffix == ".csv":  # CSV has no null string distinct from "": empty strings read back as null
+        for row in original:
+            row.update({k: None for k, v in row.items() if v == ""})
+    assert again == original
+    # and back to the very same predictions
+    got = sorted(table_to_predictions(back, str(path)), key=lambda p: p.key)
+    assert got == sorted(_predictions(), key=lambda p: p.key)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_csv_keeps_leading_zero_ids(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text(
+        "benchmark,sample_id,model,strategy,mode,k,window,correct\n"
+        "nextqa,007,m,maxprob,qa,32,,1\n"
+        "nextqa,8,m,oracle,none,32,4,0\n"
+    )
+    t = read_predictions(path)
+    assert t.column("sample_id").to_pylist() == ["007", "8"]
+    assert t.column("window").to_pylist() == [None, 4]
+    assert t.column("correct").type == pa.int8()
+
+
+def test_jsonl_with_numeric_ids_and_bool_correct(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    rows = [
+        {
+            "benchmark": "b",
+            "sample_id": 1,
+            "model": "m",
+            "strategy": "uniform",
+            "mode": "none",
+            "k": 4,
+            "window": None,
+            "correct": True,
+        },
+        {
+            "benchmark": "b",
+            "sample_id": "x2",
+            "model": "m",
+            "strategy": "uniform",
+            "mode": "none",
+            "k": 4,
+            "window": None,
+            "correct": False,
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    t = read_predictions(path)
+    assert t.column("sample_id").to_pylist() == ["1", "x2"]
+    assert t.column("correct").to_pylist() == [1, 0]
+
+
+def _base_rows() -> dict[str, list]:
+    return {
+        "benchmark": ["b", "b"],
+        "sample_id": ["1", "2"],
+        "model": ["m", "m"],
+        "strategy": ["maxprob", "minprob"],
+        "mode": ["qa", "qa"],
+        "k": [32, 32],
+        "window": pa.array([None, None], pa.int64()),
+        "correct": [1, 0],
+    }
+
+
+def test_missing_columns_error_names_file_and_columns(tmp_path: Path) -> None:
+    cols = _base_rows()
+    del cols["window"], cols["correct"]
+    path = tmp_path / "bad.csv"
+    pacsv.write_csv(pa.table(cols), path)
+    with pytest.raises(PredictionsTableError) as err:
+        read_predictions(path)
+    assert str(path) in str(err.value) and "window, correct" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("column", "values", "message"),
+    [
+        ("correct", [1, 2], "row 2: correct must be 0 or 1, not 2"),
+        ("correct", pa.array([1, None], pa.int64()), "row 2: correct must be 0 or 1"),
+        ("correct", [0.5, 1.0], "row 1: correct must be 0 or 1, not 0.5"),
+        ("correct", ["yes", "no"], "correct must hold 0 or 1"),
+        ("mode", ["qa", "QA"], "row 2: mode must be q, qa or none, not 'QA'"),
+        ("k", [32, 0], "row 2: k must be a positive integer"),
+        ("sample_id", ["1", ""], "row 2: empty sample_id"),
+        ("p_correct", [0.5, 1.5], "row 2: p_correct must lie in"),
+    ],
+)
+def test_value_validation(tmp_path: Path, column: str, values: list, message: str) -> None:
+    cols = _base_rows()
+    cols[column] = values
+    path = tmp_path / "bad.parquet"
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table(cols), path)
+    with pytest.raises(PredictionsTableError, match=message) as err:
+        read_predictions(path)
+    assert str(path) in str(err.value)
+
+
+def test_unreadable_files(tmp_path: Path) -> None:
+    with pytest.raises(PredictionsTableError, match="no such file"):
+        read_predictions(tmp_path / "none.csv")
+    path = tmp_path / "t.txt"
+    path.write_text("x")
+    with pytest.raises(PredictionsTableError, match="cannot tell the table format"):
+        read_predictions(path)
+    broken = tmp_path / "t.jsonl"
+    broken.write_text('{"benchmark": "b"}\n{oops\n')
+    with pytest.raises(PredictionsTableError, match=r"t.jsonl:2: not JSON"):
+        read_predictions(broken)
+
+
+# --- importing tables ---------------------------------------------------------------------
+
+
+def test_external_table_into_store(tmp_path: Path) -> None:
+    cols = _base_rows()
+    cols["answer"] = ["B", None]
+    cols["parse_error"] = [0, 1]
+    path = tmp_path / "ext.csv"
+    pacsv.write_csv(pa.table(cols), path)
+    with RunStore(tmp_path / "s.sqlite") as s:
+        run_id, rows, written = import_table(path, s)
+        assert (rows, written) == (2, 2)
+        got = {p.sample_id: p for p in s.predictions()}
+        assert (
+            got["1"].answer == 1
+            and got["1"].correct == 1
+            and got["1"].condition == "maxprob|mode=qa|k=32|fps=10|seed=0"
+        )
+        assert got["2"].answer is None and got["2"].parse_error
+        manifest = s.manifest(run_id)["import"]
+        assert manifest["format"] == "tidy" and len(manifest["sha256"]) == 64
+        assert import_table(path, s)[2] == 0  # already stored: first write wins
+
+
+def test_table_import_needs_answers_and_consistent_conditions(tmp_path: Path) -> None:
+    with pytest.raises(PredictionsTableError, match="row 1: no answer"):
+        table_to_predictions(pa.table(_base_rows()), "ext.csv")
+    cols = _base_rows()
+    cols["answer"] = [1, 0]
+    cols["condition"] = ["maxprob|mode=qa|k=16", "minprob|mode=qa|k=32"]
+    with pytest.raises(PredictionsTableError, match="row 1: column k=32 disagrees"):
+        table_to_predictions(pa.table(cols), "ext.csv")
+
+
+# --- lmms-eval ----------------------------------------------------------------------------
+
+VIDEOMME_OPTIONS = ["A. A red car.", "B. A blue bus.", "C. A green bike.", "D. A dog."]
+
+
+def _lmms_lines() -> list[dict]:
+    def line(doc_id: int, qid: str, target: object, resp: str, **extra: object) -> dict:
+        return {
+            "doc_id": doc_id,
+            "doc": {"question_id": qid, "options": VIDEOMME_OPTIONS, "question": "What passes by?"},
+            "target": target,
+            "arguments": [],
+            "resps": [[resp]],
+            "filtered_resps": [resp],
+            "doc_hash": f"h{doc_id}",
+            "input": f"prompt {doc_id}",
+            "videomme_perception_score": {"question_id": qid, "duration": "short", "pred_answer": resp[:1]},
+            **extra,
+        }
+
+    return [
+        line(0, "001-1", "B", "B"),
+        line(1, "001-2", "C", "The answer is (A)."),
+        line(2, "001-3", "A. A red car.", "I cannot tell from these frames."),
+        line(3, "001-4", "A green bike.", "C. A green bike."),
+        line(4, "001-5", 3, "**D**", prompt_hash="fixedhash"),
+    ]
+
+
+def _write_jsonl(path: Path, lines: list) -> Path:
+    path.write_text("".join((json.dumps(x) if not isinstance(x, str) else x) + "\n" for x in lines))
+    return path
+
+
+def test_lmms_eval_import(tmp_path: Path) -> None:
+    path = _write_jsonl(tmp_path / "20240601_samples_videomme.jsonl", _lmms_lines())
+    preds = import_lmms_eval(path, model="llava-ov-7b", k=32, id_field="question_id")
+    cond = Condition("uniform", k=32).key
+    assert [(p.benchmark, p.sample_id, p.model, p.condition) for p in preds] == [
+        ("videomme", f"001-{i}", "llava-ov-7b", cond) for i in range(1, 6)
+    ]
+    assert [(p.answer, p.correct) for p in preds] == [(1, 1), (0, 0), (None, 0), (2, 1), (3, 1)]
+    assert preds[2].parse_error and preds[1].response == "The answer is (A)."
+    assert all(p.frames is None for p in preds)
+    assert preds[4].prompt_hash == "fixedhash" and len(preds[0].prompt_hash) == 64
+    # doc_id as the id, explicit benchmark and condition
+    other = import_lmms_eval(path, model="m", k=16, benchmark="vmme", strategy="uniform", variant="linspace")
+    assert [p.sample_id for p in other] == ["0", "1", "2", "3", "4"]
+    assert other[0].condition == Condition("uniform", k=16, variant="linspace").key
+    assert other[0].benchmark == "vmme"
+
+
+def test_lmms_eval_without_options_uses_n_options(tmp_path: Path) -> None:
+    rows = [
+        {
+            "doc_id": 0,
+            "target": "B",
+            "resps": [["Answer: B"]],
+            "filtered_resps": ["Answer: B"],
+            "doc_hash": "x",
+        },
+        {"doc_id": 1, "target": "E", "resps": [["E"]], "filtered_resps": ["E"], "doc_hash": "y"},
+    ]
+    path = _write_jsonl(tmp_path / "samples_mvbench_action.jsonl", rows)
+    assert lmms_eval_task_name(path) == "mvbench_action"
+    errors: list[LmmsEvalImportError] = []
+    preds = import_lmms_eval(path, model="m", k=8, n_options=4, errors=errors)
+    assert [(p.answer, p.correct) for p in preds] == [(1, 1)]
+    assert (
+        len(errors) == 1
+        and "samples_mvbench_action.jsonl:2" in str(errors[0])
+        and "outside" in str(errors[0])
+    )
+
+
+def test_lmms_eval_bad_lines(tmp_path: Path) -> None:
+    lines = _lmms_lines()[:2] + ["{not json", {"doc_id": 9}, _lmms_lines()[0]]
+    path = _write_jsonl(tmp_path / "samples_videomme.jsonl", lines)
+    with pytest.raises(LmmsEvalImportError, match=r"samples_videomme.jsonl:3: not JSON"):
+        import_lmms_eval(path, model="m", k=8, id_field="question_id")
+    errors: list[LmmsEvalImportError] = []
+    preds = import_lmms_eval(path, model="m", k=8, id_field="question_id", errors=errors)
+    assert len(preds) == 2
+    assert [str(e).split(": ", 1)[0].rsplit(":", 1)[1] for e in errors] == ["3", "4", "5"]
+    assert "already on line 1" in str(errors[2])
+    with pytest.raises(LmmsEvalImportError, match="no field 'qid'"):
+        import_lmms_eval(path, model="m", k=8, id_field="qid")
+    with pytest.raises(LmmsEvalImportError, match="cannot tell the benchmark"):
+        import_lmms_eval(_write_jsonl(tmp_path / "log.jsonl", _lmms_lines()), model="m", k=8)
+
+
+# --- CLI ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv", "jsonl"])
+def test_cli_export_predictions(
+    store: RunStore, tmp_path: Path, fmt: str, capsys: pytest.CaptureFixture
+) -> None:
+    run_dir = store.path.parent
+    out = tmp_path / f"p.{fmt}"
+    assert main(["export", "predictions", "--run", str(run_dir), "--format", fmt, "--out", str(out)]) == 0
+    assert f"wrote 4 predictions to {out}" in capsys.readouterr().out
+    assert read_predictions(out).num_rows == 4
+    # default output next to the store; the store file itself as --run; one run only
+    assert main(["export", "predictions", "--run", str(store.path), "--format", fmt, "--run-id", "r1"]) == 0
+    assert read_predictions(run_dir / f"predictions.{fmt}").num_rows == 4
+
+
+def test_cli_export_stdout_and_errors(store: RunStore, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["export", "predictions", "--run", str(store.path), "--format", "jsonl", "--out", "-"]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 4 and {json.loads(x)["model"] for x in lines} == {"qwen", "llava"}
+    assert main(["export", "predictions", "--run", str(tmp_path / "nowhere"), "--format", "csv"]) == 1
+    assert "no run store" in capsys.readouterr().err
+    assert (
+        main(["export", "predictions", "--run", str(store.path), "--run-id", "zzz", "--format", "csv"]) == 1
+    )
+    assert "no run 'zzz'" in capsys.readouterr().err
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_cli_import_lmms_eval_and_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    log = _write_jsonl(tmp_path / "samples_videomme.jsonl", _lmms_lines())
+    run_dir = tmp_path / "imported"
+    argv = [
+        "import",
+        "lmms-eval",
+        str(log),
+        "--store",
+        str(run_dir),
+        "--model",
+        "m",
+        "--k",
+        "32",
+        "--id-field",
+        "question_id",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "5 predictions read (1 parse failures, 0 lines skipped), 5 stored" in out
+    assert main(argv) == 0 and "0 stored" in capsys.readouterr().out  # rerun: nothing duplicated
+    with RunStore.open(run_dir, create=False) as s:
+        assert s.counts().predictions == 5 and s.counts().parse_errors == 1
+        manifest = s.manifest(s.runs()[0][0])["import"]
+        assert manifest["format"] == "lmms-eval" and manifest["id_field"] == "question_id"
+    # a tidy table exported from it goes into another store unchanged
+    table = tmp_path / "t.parquet"
+    assert main(["export", "predictions", "--run", str(run_dir), "--out", str(table)]) == 0
+    assert main(["import", "table", str(table), "--store", str(tmp_path / "other.sqlite")]) == 0
+    assert "5 predictions read, 5 stored" in capsys.readouterr().out.splitlines()[-1]
+    with RunStore(run_dir / "store.sqlite") as a, RunStore(tmp_path / "other.sqlite") as b:
+        assert list(a.predictions()) == list(b.predictions())
+    # a bad line aborts the import unless --skip-bad
+    bad = _write_jsonl(tmp_path / "samples_x.jsonl", [*_lmms_lines()[:1], "{oops"])
+    base = [
+        "import",
+        "lmms-eval",
+        str(bad),
+        "--store",
+        str(tmp_path / "x.sqlite"),
+        "--model",
+        "m",
+        "--k",
+        "8",
+    ]
+    assert main(base) == 1 and "samples_x.jsonl:2" in capsys.readouterr().err
+    assert main([*base, "--skip-bad"]) == 0
+    captured = capsys.readouterr()
+    assert "skipped" in captured.err and "1 lines skipped), 1 stored" in captured.out
