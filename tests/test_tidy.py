@@ -103,7 +103,7 @@ def test_table_columns_and_values(store: RunStore) -> None:
     table = predictions_table(store)
     assert table.column_names[: len(REQUIRED_COLUMNS)] == list(REQUIRED_COLUMNS)
     assert table.column_names == tidy_columns()
-    assert "p_correct" not in table.column_names
+    assert table.column("p_correct").null_count == table.num_rows  # no targets stored, no samples given
     assert table.schema.field("correct").type == pa.int8()
     rows = _by_key(table.to_pylist())
     r = rows[("videomme", "001-1", "qwen", MAXPROB.key)]
@@ -138,7 +138,7 @@ def test_table_columns_and_values(store: RunStore) -> None:
     assert predictions_table(store, run_id="other").num_rows == 0
 
 
-def test_p_correct_needs_the_samples(store: RunStore) -> None:
+def test_p_correct_from_target_or_samples(store: RunStore) -> None:
     table = predictions_table(store, samples=SAMPLES)
     assert table.column_names[len(REQUIRED_COLUMNS)] == "p_correct"
     rows = _by_key(table.to_pylist())
@@ -146,8 +146,12 @@ def test_p_correct_needs_the_samples(store: RunStore) -> None:
     assert rows[("videomme", "001-1", "qwen", MAXPROB.key)]["p_correct"] is None  # no probabilities
     assert rows[("videomme", "001-1", "qwen", MAXPROB.key)]["n_options"] == 4
     bad = [Sample("nextqa", "007", "n.mp4", "q?", ("w", "x", "y"), 2)]
-    with pytest.raises(PredictionsTableError, match="4 option probabilities for a sample with 3 options"):
+    with pytest.raises(PredictionsTableError, match="4 option probabilities do not fit correct option 2 of 3"):
         predictions_table(store, samples=bad)
+    # A prediction that carries its target needs no samples.
+    p = Prediction("b", "s", "m", MAXPROB.key, "C", 2, 1, option_probs=(0.1, 0.2, 0.7), target=2)
+    row = predictions_table([p]).to_pylist()[0]
+    assert row["p_correct"] == pytest.approx(0.7) and row["target"] == 2
 
 
 def test_from_a_sequence_of_predictions() -> None:

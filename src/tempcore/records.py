@@ -224,7 +224,9 @@ class Prediction(_Record):
     ``correct`` is 0). ``answer_method`` is ``generate`` (text parsed by the extractor) or
     ``option_scores`` (argmax of option log-likelihoods). ``option_probs`` is the model's
     probability over the original options when the adapter can give one. A failed call is
-    never a Prediction: see :class:`Failure`.
+    never a Prediction: see :class:`Failure`. ``target`` is the index of the correct option (original
+    order) when known, so the probability on the correct option can be read from the prediction
+    alone (``p_correct``, used by ``soft`` scoring).
     """
 
     benchmark: str
@@ -240,12 +242,24 @@ class Prediction(_Record):
     answer_method: str = "generate"
     option_probs: tuple[float, ...] | None = None
     parse_error: str | None = None
+    target: int | None = None
 
     def __post_init__(self) -> None:
         if self.correct not in (0, 1):
             raise ValueError(f"Prediction.correct must be 0 or 1, not {self.correct!r}")
         if self.answer is None and self.correct:
             raise ValueError("a parse failure cannot be correct")
+        if self.target is not None and self.answer is not None and self.correct != int(self.answer == self.target):
+            raise ValueError(
+                f"prediction {self.key}: correct={self.correct} contradicts answer {self.answer} / target {self.target}"
+            )
+
+    @property
+    def p_correct(self) -> float | None:
+        """The model's probability on the correct option, when both are known."""
+        if self.option_probs is None or self.target is None or self.target >= len(self.option_probs):
+            return None
+        return float(self.option_probs[self.target])
 
     @property
     def key(self) -> tuple[str, str, str, str]:

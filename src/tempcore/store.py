@@ -83,6 +83,7 @@ _PREDICTION_COLUMNS = (
     "answer_method",
     "option_probs",
     "parse_error",
+    "target",
 )
 _COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct")
 
@@ -107,6 +108,7 @@ CREATE TABLE IF NOT EXISTS predictions (
     answer_method TEXT NOT NULL,
     option_probs  TEXT,
     parse_error   TEXT,
+    target        INTEGER,
     run_id        TEXT NOT NULL REFERENCES runs (run_id),
     created_at    TEXT NOT NULL,
     PRIMARY KEY (benchmark, sample_id, model, condition)
@@ -772,6 +774,7 @@ def _prediction_row(p: Prediction) -> tuple[Any, ...]:
         p.answer_method,
         None if p.option_probs is None else json.dumps(list(p.option_probs), separators=(",", ":")),
         p.parse_error,
+        p.target,
     )
 
 
@@ -793,6 +796,7 @@ def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
         answer_method=row["answer_method"],
         option_probs=None if probs is None else tuple(float(x) for x in json.loads(probs)),
         parse_error=row["parse_error"],
+        target=row["target"],
     )
 
 

@@ -14,8 +14,8 @@ mode                 string    text mode: ``q``, ``qa`` or ``none``             
 k                    int64     frames shown                                     (required)
 window               int64     oracle window index, null otherwise              (required)
 correct              int8      0 / 1; a parse failure is 0                      (required)
-p_correct            float64   probability on the correct option (only when the samples
-                               are given and the prediction has option probabilities)
+p_correct            float64   probability on the correct option (when the prediction has option
+                               probabilities and its target, or the samples, say which is correct)
 rotation             int64     cyclic option rotation (0 = original order)
 encoder              string    frame-text encoder of score-based strategies, else null
 fps                  float64   decoding rate of the candidate frames
@@ -35,6 +35,7 @@ frames_grey          bool      true for the no-frame condition (grey images)
 prompt_hash          string    hash of the exact prompt
 n_options            int64     number of options (from the samples, else from option_probs)
 option_probs         string    JSON list of the probabilities over the original options, or null
+target               int64     index of the correct option (original order), when known
 run_id               string    run that stored the prediction (null outside a store)
 created_at           string    when it was stored (ISO 8601, UTC; null outside a store)
 ===================  ========  ==============================================================
@@ -97,7 +98,7 @@ class LmmsEvalImportError(TempcoreError):
     """A line of an lmms-eval ``--log_samples`` file cannot become a prediction."""
 
 
-def _schema(with_p_correct: bool) -> pa.Schema:
+def _schema() -> pa.Schema:
     import pyarrow as pa
 
     fields = [
@@ -109,7 +110,7 @@ def _schema(with_p_correct: bool) -> pa.Schema:
         ("k", pa.int64()),
         ("window", pa.int64()),
         ("correct", pa.int8()),
-        *([("p_correct", pa.float64())] if with_p_correct else []),
+        ("p_correct", pa.float64()),
         ("rotation", pa.int64()),
         ("encoder", pa.string()),
         ("fps", pa.float64()),
@@ -129,15 +130,16 @@ def _schema(with_p_correct: bool) -> pa.Schema:
         ("prompt_hash", pa.string()),
         ("n_options", pa.int64()),
         ("option_probs", pa.string()),
+        ("target", pa.int64()),
         ("run_id", pa.string()),
         ("created_at", pa.string()),
     ]
     return pa.schema(fields)
 
 
-def tidy_columns(with_p_correct: bool = False) -> list[str]:
+def tidy_columns() -> list[str]:
     """The column names :func:`predictions_table` produces, in order."""
-    return _schema(with_p_correct).names
+    return _schema().names
 
 
 @lru_cache(maxsize=4096)
@@ -167,6 +169,7 @@ _RAW = (
     "prompt_hash",
     "n_probs",
     "option_probs",
+    "target",
     "run_id",
     "created_at",
 )
@@ -174,7 +177,7 @@ _STORE_SQL = """
 SELECT benchmark, sample_id, model, condition, correct, answer, parse_error, answer_method, latency_s,
        response, json_extract(frames, '$.indices'), json_extract(frames, '$.timestamps'),
        json_extract(frames, '$.requested'), json_extract(frames, '$.grey'), prompt_hash,
-       json_array_length(option_probs), option_probs, run_id, created_at
+       json_array_length(option_probs), option_probs, target, run_id, created_at
 FROM predictions {where} ORDER BY benchmark, sample_id, model, condition
 """
 
@@ -205,6 +208,7 @@ def _prediction_raw(p: Prediction) -> tuple[Any, ...]:
         p.prompt_hash,
         None if p.option_probs is None else len(p.option_probs),
         None if p.option_probs is None else _compact(list(p.option_probs)),
+        p.target,
         None,
         None,
     )
@@ -261,26 +265,27 @@ def _record_batch(rows: list[tuple[Any, ...]], schema: pa.Schema, index: dict | 
     cols["parse_error"] = [0 if e is None else 1 for e in raw["parse_error"]]
     cols["frames_grey"] = [None if g is None else bool(g) for g in raw["frames_grey"]]
     n_options = list(raw["n_probs"])
-    if index is not None:
-        p_correct: list[float | None] = []
-        for i, (b, sid, probs) in enumerate(zip(raw["benchmark"], raw["sample_id"], raw["option_probs"])):
-            sample = index.get((b, sid))
-            if sample is None:
-                p_correct.append(None)
-                continue
+    targets = list(raw["target"])
+    p_correct: list[float | None] = []
+    for i, (b, sid, probs) in enumerate(zip(raw["benchmark"], raw["sample_id"], raw["option_probs"])):
+        sample = None if index is None else index.get((b, sid))
+        if sample is not None:
             if sample.options:
                 n_options[i] = len(sample.options)
-            if probs is None or sample.answer is None:
-                p_correct.append(None)
-                continue
-            values = json.loads(probs)
-            if len(values) != len(sample.options):
-                raise PredictionsTableError(
-                    f"prediction {tuple(rows[i][:4])}: {len(values)} option probabilities for a sample "
-                    f"with {len(sample.options)} options"
-                )
-            p_correct.append(float(values[sample.answer]))
-        cols["p_correct"] = p_correct
+            if targets[i] is None:
+                targets[i] = sample.answer
+        if probs is None or targets[i] is None:
+            p_correct.append(None)
+            continue
+        values = json.loads(probs)
+        if targets[i] >= len(values) or (sample is not None and len(values) != len(sample.options)):
+            raise PredictionsTableError(
+                f"prediction {tuple(rows[i][:4])}: {len(values)} option probabilities do not fit "
+                f"correct option {targets[i]}" + (f" of {len(sample.options)}" if sample is not None else "")
+            )
+        p_correct.append(float(values[targets[i]]))
+    cols["p_correct"] = p_correct
+    cols["target"] = targets
     cols["n_options"] = n_options
     return pa.record_batch([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
 
@@ -294,7 +299,7 @@ def iter_prediction_batches(
 ) -> Iterator[pa.RecordBatch]:
     """The tidy table as a stream of record batches (constant memory); see :func:`predictions_table`."""
     index = _sample_index(samples)
-    schema = _schema(index is not None)
+    schema = _schema()
     for rows in _raw_batches(source, run_id, batch_rows):
         yield _record_batch(rows, schema, index)
 
@@ -316,7 +321,7 @@ def predictions_table(
     """
     import pyarrow as pa
 
-    schema = _schema(samples is not None)
+    schema = _schema()
     batches = list(iter_prediction_batches(source, samples=samples, run_id=run_id))
     return pa.Table.from_batches(batches, schema=schema)
 
