@@ -1,0 +1,771 @@
+"""OpenAI-compatible chat-completions client (vLLM ``serve``, SGLang, hosted APIs).
+
+One request = one ``POST {base_url}/chat/completions`` with a single user message whose content
+is the request's images as base64 ``data:`` URLs (``image_url`` parts, in the order shown),
+followed by one text part holding the already rendered prompt (plus an optional system message
+before it). Requests run on an :class:`httpx.AsyncClient` with at most ``concurrency`` requests
+in flight; :meth:`OpenAIChatModel.answer` is synchronous and returns one response per request, in
+request order.
+
+Choices this module makes (the protocol leaves them open):
+
+* **Event loop.** The client lives on a private event loop in a background thread, started on the
+  first call and stopped by :meth:`~OpenAIChatModel.close`. ``answer`` submits the batch to that
+  loop and waits, so it works the same from the main thread, from worker threads (several
+  threads share the one concurrency limit) and from code that already runs an event loop (the
+  work runs on the private thread, the caller's thread only waits). Connections are kept alive
+  across calls.
+* **Retries.** A request is tried at most ``1 + max_retries`` times. Retried: HTTP 408, 429 and
+  every 5xx status, timeouts, connection errors / resets, remote protocol errors (a connection
+  dropped mid-response) and a 2xx body that is not valid JSON (a truncated body). Not retried:
+  every other 4xx and a 2xx JSON body that is not a chat completion (a protocol mismatch that a
+  retry cannot fix). The wait before retry ``n`` (1-based) is the server's ``Retry-After`` /
+  ``retry-after-ms`` header when present (seconds or an HTTP date), capped at ``backoff_max_s``;
+  otherwise "full jitter": uniform in ``[0, min(backoff_max_s, backoff_base_s * 2 ** (n - 1))]``.
+  A request keeps its concurrency slot while it waits, so a rate-limited server sees fewer
+  requests, not more.
+* **Connection pools.** httpcore's pool re-checks every one of its connections whenever it
+  assigns a request (encode/httpx#3215), so one client with 64 connections spends ~9 ms of CPU
+  per request. The model therefore spreads ``concurrency`` over ``ceil(concurrency / 8)``
+  ``httpx.AsyncClient`` objects of at most 8 connections each; a request takes a free slot ``s``
+  and uses client ``s // 8``, so no pool ever waits (measured: ~0.9 ms CPU per request, image
+  encoding included). httpcore also tries ``import sniffio`` on every lock it sets up; without
+  ``sniffio`` installed each try is a failed import that scans ``sys.path`` (~1 ms per request),
+  so the ``serve`` extra installs it.
+* **Timeout.** ``timeout_s`` bounds each attempt as a whole (connect + send + wait + read), not
+  only the gaps between bytes.
+* **Failures are data.** A request that fails for good returns ``ModelResponse(text=None,
+  error=..., attempts=n)``; ``answer`` never raises for one failed item. A request that cannot be
+  sent at all (more images than ``max_frames``, an image that cannot be encoded) fails with
+  ``attempts=0``. A completion whose message has no text content (``content: null``) is a failure,
+  not an empty answer.
+* **Latency.** ``latency_s`` is the wall time of the attempt that produced the response (waits
+  between retries are not model latency); for a failure it is the time from the first attempt
+  to giving up.
+* **Option log-probabilities.** With ``request_logprobs`` (default) and a request that has
+  options, the body asks for ``logprobs`` with ``top_logprobs`` alternatives of each generated
+  token. From the first generated token's top-k list, option ``i``'s log-probability is the
+  log-sum-exp over the listed tokens that *are* its letter: the token with surrounding whitespace,
+  byte-level / sentencepiece space markers (``Ġ``, ``▁``) and wrapping punctuation (leading
+  ``( [ *``, trailing ``) ] . : , *``) removed must equal the upper-case letter exactly (so ``" B"``,
+  ``"B"``, ``"(B"`` and ``"B."`` all count for B; ``"b"`` and ``"Because"`` do not). A letter absent
+  from the top-k gets ``-inf`` (its probability is below the k-th listed one and is treated as 0
+  when renormalising over the options). When no letter at all is in the top-k, or the server
+  returns no log-probabilities, ``option_logprobs`` is ``None`` (nothing is known). These are
+  log-probabilities over the whole vocabulary at the first generated position, not normalised over
+  the options (:attr:`ModelResponse.option_probs` does that). A model that opens its reply with
+  another token (``"The answer is B"``) gives no information about the options here.
+* **Option scoring.** ``method="option_scores"`` is supported only when ``request_logprobs`` is on
+  (``supports_option_scores``); it asks for one token with its top-k log-probabilities and returns
+  the letter with the highest log-probability as ``text`` (ties: the earliest option). An item
+  whose top-k holds no option letter, whose request has no options, or whose server returns no
+  log-probabilities fails with an error: chat APIs cannot score arbitrary continuations, so this
+  approximates option scoring by the first answer token and can be unavailable for an item.
+* **Timestamps** of a request are not sent (the chat protocol has no place for them); the prompt,
+  rendered by the caller, is where a model is told about time.
+* **Secrets.** The API key is read from the environment variable ``api_key_env`` at every
+  ``answer`` call, sent only as an ``Authorization: Bearer`` header, never stored on the object,
+  and removed from every error message this module produces (a server may echo it). It never
+  appears in logs, ``repr``, :meth:`~OpenAIChatModel.describe` or the run store. ``base_url``
+  credentials (``user:password@``) are masked in ``describe``/``repr``. Do not put secrets in
+  ``extra_body``: it is part of the manifest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import email.utils
+import json
+import logging
+import math
+import os
+import random
+import threading
+import time
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from tempcore._version import __version__
+from tempcore.models._images import to_data_url
+from tempcore.models.base import (
+    METHOD_GENERATE,
+    METHOD_OPTION_SCORES,
+    MissingExtraError,
+    ModelConfigError,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ModelSpec,
+    check_method,
+)
+from tempcore.records import LETTERS
+
+if TYPE_CHECKING:
+    import httpx
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+IMAGE_FORMATS = ("jpeg", "png")
+#: 4xx statuses that are retried (request timeout, rate limit); every 5xx is retried too.
+RETRYABLE_4XX = frozenset({408, 429})
+#: Keys of ``ModelSpec.extra`` understood by :meth:`OpenAIChatModel.from_spec`.
+SPEC_EXTRA_KEYS = (
+    "backoff_base_s",
+    "backoff_max_s",
+    "image_format",
+    "jpeg_quality",
+    "temperature",
+    "extra_body",
+    "request_logprobs",
+    "top_logprobs",
+)
+_ERROR_BODY_CHARS = 300
+#: Connections per ``httpx.AsyncClient`` (see "Connection pools" in the module docstring).
+POOL_SHARD = 8
+
+
+def _import_httpx() -> Any:
+    try:
+        import httpx
+    except ImportError as exc:  # pragma: no cover - httpx is installed wherever tests run
+        raise MissingExtraError("the OpenAI-compatible HTTP backend", "serve", "httpx") from exc
+    return httpx
+
+
+# --- pure helpers -----------------------------------------------------------------------------
+
+
+def backoff_delay(attempt: int, base_s: float, max_s: float, rng: random.Random) -> float:
+    """Full-jitter exponential backoff before retry ``attempt`` (1-based): U(0, min(max_s, base_s * 2**(attempt-1)))."""
+    ceiling = min(max_s, base_s * 2.0 ** max(0, attempt - 1))
+    return rng.uniform(0.0, ceiling)
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``Retry-After`` (delta seconds or HTTP date); None if absent/invalid."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    millis = lowered.get("retry-after-ms")
+    if millis is not None:
+        try:
+            value = float(millis) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value):
+            return max(0.0, value)
+    raw = lowered.get("retry-after")
+    if raw is None:
+        return None
+    raw = raw.strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when is None:
+            return None
+        return max(0.0, when.timestamp() - (time.time() if now is None else now))
+    return max(0.0, value) if math.isfinite(value) else None
+
+
+_LEADING = "([*"
+_TRAILING = ")].:,*"
+
+
+def _letter_of(token: str) -> str | None:
+    """The option letter a first-position token stands for, or None (see the module docstring)."""
+    core = token.strip().lstrip("Ġ▁").strip().lstrip(_LEADING).rstrip(_TRAILING).strip()
+    if len(core) == 1 and core in LETTERS:
+        return core
+    return None
+
+
+def _logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    if top == -math.inf:
+        return -math.inf
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def option_logprobs_from_top(
+    top_logprobs: Sequence[tuple[str, float]], n_options: int
+) -> tuple[float, ...] | None:
+    """Per-option log-probabilities from one position's top-k ``(token, logprob)`` list.
+
+    Each option gets the log-sum-exp of the listed tokens that are its letter, ``-inf`` when none
+    is listed; ``None`` when no option letter is listed at all (or there are no options).
+    """
+    if n_options <= 0:
+        return None
+    best: dict[str, float] = {}
+    for token, logprob in top_logprobs:  # the same token may be listed twice (chosen + top-k)
+        if isinstance(token, str) and isinstance(logprob, (int, float)) and not math.isnan(logprob):
+            best[token] = max(float(logprob), best.get(token, -math.inf))
+    per_letter: dict[str, list[float]] = {}
+    for token, logprob in best.items():
+        letter = _letter_of(token)
+        if letter is not None:
+            per_letter.setdefault(letter, []).append(logprob)
+    letters = LETTERS[:n_options]
+    if not any(letter in per_letter for letter in letters):
+        return None
+    return tuple(_logsumexp(per_letter[letter]) if letter in per_letter else -math.inf for letter in letters)
+
+
+def mask_url(url: str) -> str:
+    """``url`` with any ``user:password@`` credentials replaced by ``***@``."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
+
+
+def _redact(text: str, secret: str | None) -> str:
+    return text.replace(secret, "***") if secret else text
+
+
+class _BadCompletion(Exception):
+    """A 2xx body that is not a usable chat completion (``retryable``: invalid JSON)."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+def parse_completion(payload: bytes, n_options: int) -> tuple[str, tuple[float, ...] | None, bool]:
+    """``(text, option_logprobs, had_logprobs)`` from a chat-completion body; raises ``_BadCompletion``."""
+    try:
+        data = json.loads(payload)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _BadCompletion(
+            f"response body is not valid JSON ({len(payload)} bytes)", retryable=True
+        ) from exc
+    try:
+        choice = data["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError) as exc:
+        raise _BadCompletion(
+            f"response is not a chat completion (no choices[0].message): {str(data)[:_ERROR_BODY_CHARS]}",
+            retryable=False,
+        ) from exc
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):  # some servers return content parts
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        content = "".join(texts) if texts else None
+    if not isinstance(content, str):
+        reason = choice.get("finish_reason") if isinstance(choice, dict) else None
+        raise _BadCompletion(f"completion has no text content (finish_reason={reason!r})", retryable=False)
+    top = _first_token_top_logprobs(choice)
+    had_logprobs = top is not None
+    option_lp = option_logprobs_from_top(top, n_options) if top is not None else None
+    return content, option_lp, had_logprobs
+
+
+def _first_token_top_logprobs(choice: Any) -> list[tuple[str, float]] | None:
+    """The first generated token and its top-k alternatives as ``(token, logprob)``; None if absent."""
+    try:
+        first = choice["logprobs"]["content"][0]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    entries = [first] + [e for e in (first.get("top_logprobs") or []) if isinstance(e, dict)]
+    out = [(e.get("token"), e.get("logprob")) for e in entries]
+    return [(t, float(lp)) for t, lp in out if isinstance(t, str) and isinstance(lp, (int, float))]
+
+
+# --- the event loop thread ---------------------------------------------------------------------
+
+
+class _LoopThread:
+    """A private asyncio loop running forever in a daemon thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        try:
+            self.loop.run_forever()
+        finally:
+            pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                self.loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+            self.loop.close()
+
+    def run(self, coro: Awaitable[T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self.thread.is_alive():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """The outcome of one HTTP attempt: a parsed answer, or an error and whether to retry."""
+
+    text: str | None = None
+    option_logprobs: tuple[float, ...] | None = None
+    had_logprobs: bool = False
+    error: str | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+
+
+# --- the model --------------------------------------------------------------------------------
+
+
+class OpenAIChatModel:
+    """A model served behind an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``model`` is the served model name sent in the body; ``name`` (default: ``model``) is the name
+    predictions are stored under; ``revision`` is recorded as given (a server does not report one).
+    ``max_tokens`` is the default generation length (a request's ``max_new_tokens`` overrides it);
+    ``extra_body`` is merged last into every request body (e.g. ``{"top_p": 1, "seed": 0}`` or
+    vLLM's ``{"chat_template_kwargs": {...}}``). See the module docstring for retries, timeouts,
+    log-probabilities and secrets.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        *,
+        api_key_env: str | None = "OPENAI_API_KEY",
+        concurrency: int = 16,
+        timeout_s: float = 120.0,
+        max_retries: int = 6,
+        backoff_base_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+        image_format: Literal["jpeg", "png"] = "jpeg",
+        jpeg_quality: int = 90,
+        max_tokens: int = 16,
+        temperature: float = 0.0,
+        extra_body: Mapping[str, Any] | None = None,
+        request_logprobs: bool = True,
+        top_logprobs: int = 20,
+        name: str | None = None,
+        revision: str | None = None,
+        system_prompt: str | None = None,
+        max_image_side: int | None = None,
+        max_frames: int | None = None,
+    ) -> None:
+        self._httpx = _import_httpx()
+        label = name or model
+        if not model:
+            raise ModelConfigError("openai model: the served model name is empty")
+        parts = urlsplit(base_url or "")
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ModelConfigError(
+                f"model {label}: base_url must be an http(s) URL, got {mask_url(base_url)!r}"
+            )
+        checks = [
+            (concurrency >= 1, f"concurrency must be >= 1, got {concurrency}"),
+            (timeout_s > 0, f"timeout_s must be positive, got {timeout_s}"),
+            (max_retries >= 0, f"max_retries must be >= 0, got {max_retries}"),
+            (backoff_base_s >= 0 and backoff_max_s >= 0, "backoff_base_s and backoff_max_s must be >= 0"),
+            (
+                image_format in IMAGE_FORMATS,
+                f"image_format must be one of {IMAGE_FORMATS}, got {image_format!r}",
+            ),
+            (1 <= jpeg_quality <= 100, f"jpeg_quality must be in 1..100, got {jpeg_quality}"),
+            (max_tokens >= 1, f"max_tokens must be >= 1, got {max_tokens}"),
+            (1 <= top_logprobs <= 20, f"top_logprobs must be in 1..20, got {top_logprobs}"),
+            (max_image_side is None or max_image_side >= 8, "max_image_side must be >= 8"),
+            (max_frames is None or max_frames >= 1, "max_frames must be >= 1"),
+            (api_key_env is None or bool(api_key_env), "api_key_env must be a variable name or None"),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ModelConfigError(f"model {label}: {message}")
+        self.model = model
+        self.name = label
+        self.revision = revision
+        self.base_url = base_url.rstrip("/")
+        self.api_key_env = api_key_env
+        self.concurrency = int(concurrency)
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.backoff_base_s = float(backoff_base_s)
+        self.backoff_max_s = float(backoff_max_s)
+        self.image_format = image_format
+        self.jpeg_quality = int(jpeg_quality)
+        self.max_tokens = int(max_tokens)
+        self.temperature = float(temperature)
+        self.extra_body = dict(extra_body or {})
+        self.request_logprobs = bool(request_logprobs)
+        self.top_logprobs = int(top_logprobs)
+        self.system_prompt = system_prompt
+        self.max_image_side = max_image_side
+        self.max_frames = max_frames
+        self.supports_option_scores = self.request_logprobs
+        self._url = f"{self.base_url}/chat/completions"
+        self._rng = random.Random()
+        self._lock = threading.Lock()
+        self._loop: _LoopThread | None = None
+        self._clients: list[httpx.AsyncClient] | None = None
+        self._slots: asyncio.Queue[int] | None = None
+        self._encoder: concurrent.futures.ThreadPoolExecutor | None = None
+        self._warned_missing_key = False
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> OpenAIChatModel:
+        """Build from a :class:`ModelSpec` (``backend: openai``).
+
+        ``spec.max_new_tokens`` is ``max_tokens``; ``spec.generation_kwargs`` go into the request
+        body (``extra.extra_body`` wins on conflicts); ``spec.extra`` may set
+        :data:`SPEC_EXTRA_KEYS`.
+        """
+        if not spec.base_url:
+            raise ModelConfigError(f"model {spec.display_name}: the openai backend needs base_url")
+        extra = dict(spec.extra)
+        unknown = sorted(set(extra) - set(SPEC_EXTRA_KEYS))
+        if unknown:
+            raise ModelConfigError(
+                f"model {spec.display_name}: unknown openai option(s) {unknown}; known: {list(SPEC_EXTRA_KEYS)}"
+            )
+        extra_body = {**dict(spec.generation_kwargs), **dict(extra.pop("extra_body", None) or {})}
+        return cls(
+            spec.model,
+            spec.base_url,
+            api_key_env=spec.api_key_env,
+            concurrency=spec.concurrency,
+            timeout_s=spec.timeout_s,
+            max_retries=spec.max_retries,
+            max_tokens=spec.max_new_tokens,
+            extra_body=extra_body,
+            name=spec.display_name,
+            revision=spec.revision,
+            system_prompt=spec.system_prompt,
+            max_image_side=spec.max_image_side,
+            max_frames=spec.max_frames,
+            **extra,
+        )
+
+    # -- description (manifest-safe) --
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-able, manifest-safe description: names the key's variable, never the key."""
+        return {
+            "backend": "openai",
+            "name": self.name,
+            "model": self.model,
+            "revision": self.revision,
+            "base_url": mask_url(self.base_url),
+            "api_key_env": self.api_key_env,
+            "concurrency": self.concurrency,
+            "timeout_s": self.timeout_s,
+            "max_retries": self.max_retries,
+            "backoff_base_s": self.backoff_base_s,
+            "backoff_max_s": self.backoff_max_s,
+            "image_format": self.image_format,
+            "jpeg_quality": self.jpeg_quality,
+            "max_image_side": self.max_image_side,
+            "max_frames": self.max_frames,
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "request_logprobs": self.request_logprobs,
+            "top_logprobs": self.top_logprobs,
+            "system_prompt": self.system_prompt,
+            "extra_body": dict(self.extra_body),
+        }
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAIChatModel(model={self.model!r}, base_url={mask_url(self.base_url)!r}, "
+            f"name={self.name!r}, concurrency={self.concurrency}, api_key_env={self.api_key_env!r})"
+        )
+
+    # -- public calls --
+
+    def answer(
+        self, requests: Sequence[ModelRequest], *, method: str = METHOD_GENERATE
+    ) -> list[ModelResponse]:
+        """One response per request, in request order; a failed item is an error response, never raised."""
+        check_method(self, method)
+        requests = list(requests)
+        if not requests:
+            return []
+        key = self._read_key()
+        headers = {"Content-Type": "application/json", "User-Agent": f"tempcore/{__version__}"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        runner = self._ensure_loop()
+        if threading.current_thread() is runner.thread:
+            raise ModelError(f"model {self.name}: answer() cannot be called from its own event loop thread")
+        return runner.run(self._answer_all(requests, method, headers, key))
+
+    def close(self) -> None:
+        """Close connections and stop the background loop (a later ``answer`` starts them again)."""
+        with self._lock:
+            runner, self._loop = self._loop, None
+            encoder, self._encoder = self._encoder, None
+        if runner is not None:
+            if runner.thread.is_alive():
+                runner.run(self._aclose())
+            runner.stop()
+        if encoder is not None:
+            encoder.shutdown(wait=True)
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- internals --
+
+    def _read_key(self) -> str | None:
+        if self.api_key_env is None:
+            return None
+        key = os.environ.get(self.api_key_env) or None
+        if key is None and not self._warned_missing_key:
+            self._warned_missing_key = True
+            log.warning(
+                "model %s: environment variable %s is not set; sending requests without an API key",
+                self.name,
+                self.api_key_env,
+            )
+        return key
+
+    def _ensure_loop(self) -> _LoopThread:
+        with self._lock:
+            if self._loop is None:
+                self._loop = _LoopThread(name=f"tempcore-openai-{self.name}")
+                self._encoder = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=max(1, min(4, os.cpu_count() or 1)), thread_name_prefix="tempcore-encode"
+                )
+            return self._loop
+
+    async def _aclose(self) -> None:
+        clients, self._clients = self._clients or [], None
+        self._slots = None
+        for client in clients:
+            await client.aclose()
+
+    def _pool(self) -> tuple[list[httpx.AsyncClient], asyncio.Queue[int]]:
+        """The clients (``POOL_SHARD`` connections each) and the queue of free concurrency slots."""
+        if self._clients is None or self._slots is None:
+            httpx = self._httpx
+            n_clients = -(-self.concurrency // POOL_SHARD)
+            limits = httpx.Limits(max_connections=POOL_SHARD, max_keepalive_connections=POOL_SHARD)
+            self._clients = [
+                httpx.AsyncClient(timeout=httpx.Timeout(self.timeout_s), limits=limits)
+                for _ in range(n_clients)
+            ]
+            self._slots = asyncio.Queue()
+            for slot in range(self.concurrency):
+                self._slots.put_nowait(slot)
+        return self._clients, self._slots
+
+    async def _answer_all(
+        self, requests: list[ModelRequest], method: str, headers: dict[str, str], key: str | None
+    ) -> list[ModelResponse]:
+        clients, slots = self._pool()
+        results: list[ModelResponse | None] = [None] * len(requests)
+        indices = iter(range(len(requests)))
+
+        async def worker() -> None:
+            for i in indices:
+                slot = (
+                    await slots.get()
+                )  # slot s uses client s // POOL_SHARD: never more than its connections
+                try:
+                    client = clients[slot // POOL_SHARD]
+                    results[i] = await self._answer_one(client, requests[i], method, headers, key)
+                except Exception as exc:  # a bug must not cost the other items their answers
+                    error = _redact(f"unexpected {type(exc).__name__}: {exc}", key)
+                    log.error("model %s, request %r: %s", self.name, requests[i].key, error)
+                    results[i] = ModelResponse.failure(error, attempts=0)
+                finally:
+                    slots.put_nowait(slot)
+
+        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(requests)))))
+        return [
+            r if r is not None else ModelResponse.failure("internal error: no response", attempts=0)
+            for r in results
+        ]
+
+    def _build_body(self, request: ModelRequest, method: str) -> bytes:
+        parts: list[dict[str, Any]] = [
+            {
+                "type": "image_url",
+                "image_url": {
+                    "url": to_data_url(
+                        image, fmt=self.image_format, max_side=self.max_image_side, quality=self.jpeg_quality
+                    )
+                },
+            }
+            for image in request.images
+        ]
+        parts.append({"type": "text", "text": request.prompt})
+        messages: list[dict[str, Any]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.append({"role": "user", "content": parts})
+        scoring = method == METHOD_OPTION_SCORES
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "max_tokens": 1 if scoring else (request.max_new_tokens or self.max_tokens),
+            "temperature": self.temperature,
+        }
+        if self.request_logprobs and request.options:
+            body["logprobs"] = True
+            body["top_logprobs"] = self.top_logprobs
+        body.update(self.extra_body)
+        return json.dumps(body).encode("utf-8")
+
+    async def _answer_one(
+        self,
+        client: httpx.AsyncClient,
+        request: ModelRequest,
+        method: str,
+        headers: dict[str, str],
+        key: str | None,
+    ) -> ModelResponse:
+        label = f"model {self.name}, request {request.key!r}"
+        if self.max_frames is not None and len(request.images) > self.max_frames:
+            return ModelResponse.failure(
+                f"{len(request.images)} images exceed max_frames={self.max_frames}", attempts=0
+            )
+        if method == METHOD_OPTION_SCORES and not request.options:
+            return ModelResponse.failure("option scoring needs options; the request has none", attempts=0)
+        loop = asyncio.get_running_loop()
+        try:
+            body = await loop.run_in_executor(self._encoder, self._build_body, request, method)
+        except Exception as exc:  # a frame PIL cannot encode: this item fails, the batch goes on
+            return ModelResponse.failure(
+                _redact(f"could not encode the request: {type(exc).__name__}: {exc}", key), attempts=0
+            )
+        first_start = time.perf_counter()
+        attempts = 0
+        while True:
+            attempts += 1
+            start = time.perf_counter()
+            outcome = await self._attempt(client, body, headers, len(request.options))
+            latency = time.perf_counter() - start
+            if outcome.error is None and outcome.text is not None:
+                return self._finish(outcome, method, latency, attempts)
+            error = _redact(outcome.error or "unknown error", key)
+            if not outcome.retryable or attempts > self.max_retries:
+                if outcome.retryable:
+                    error = f"{error} (gave up after {attempts} attempts)"
+                log.info("%s failed after %d attempt(s): %s", label, attempts, error)
+                return ModelResponse.failure(
+                    error, latency_s=time.perf_counter() - first_start, attempts=attempts
+                )
+            if outcome.retry_after is not None:
+                delay = min(outcome.retry_after, self.backoff_max_s)
+            else:
+                delay = backoff_delay(attempts, self.backoff_base_s, self.backoff_max_s, self._rng)
+            log.debug("%s attempt %d failed (%s); retrying in %.3f s", label, attempts, error, delay)
+            await asyncio.sleep(delay)
+
+    def _finish(self, outcome: _Attempt, method: str, latency: float, attempts: int) -> ModelResponse:
+        if method != METHOD_OPTION_SCORES:
+            return ModelResponse(
+                text=outcome.text,
+                option_logprobs=outcome.option_logprobs,
+                latency_s=latency,
+                attempts=attempts,
+            )
+        if outcome.option_logprobs is None:
+            why = (
+                "no option letter among the top first-token log-probabilities"
+                if outcome.had_logprobs
+                else "the server returned no log-probabilities"
+            )
+            return ModelResponse.failure(
+                f"option scoring unavailable: {why} (reply {outcome.text!r})",
+                latency_s=latency,
+                attempts=attempts,
+            )
+        scores = outcome.option_logprobs
+        best = max(range(len(scores)), key=lambda i: (scores[i], -i))
+        return ModelResponse(text=LETTERS[best], option_logprobs=scores, latency_s=latency, attempts=attempts)
+
+    async def _attempt(
+        self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str], n_options: int
+    ) -> _Attempt:
+        httpx = self._httpx
+        try:
+            response = await asyncio.wait_for(
+                client.post(self._url, content=body, headers=headers), self.timeout_s
+            )
+        except (asyncio.TimeoutError, httpx.TimeoutException) as exc:
+            return _Attempt(
+                error=f"timed out after {self.timeout_s:g} s ({type(exc).__name__})", retryable=True
+            )
+        except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+            return _Attempt(error=f"connection failed: {type(exc).__name__}: {exc}", retryable=True)
+        except httpx.HTTPError as exc:
+            return _Attempt(error=f"request failed: {type(exc).__name__}: {exc}", retryable=False)
+        status = response.status_code
+        if 200 <= status < 300:
+            try:
+                text, option_lp, had_lp = parse_completion(response.content, n_options)
+            except _BadCompletion as exc:
+                return _Attempt(error=f"HTTP {status}: {exc}", retryable=exc.retryable)
+            return _Attempt(text=text, option_logprobs=option_lp, had_logprobs=had_lp)
+        retryable = status >= 500 or status in RETRYABLE_4XX
+        return _Attempt(
+            error=f"HTTP {status} {response.reason_phrase}: {_error_message(response.content)}".rstrip(": "),
+            retryable=retryable,
+            retry_after=parse_retry_after(response.headers) if retryable else None,
+        )
+
+
+def _error_message(content: bytes) -> str:
+    """The server's error message (OpenAI ``{"error": {"message": ...}}`` or the body's start)."""
+    try:
+        data = json.loads(content)
+    except (ValueError, UnicodeDecodeError):
+        return content[:_ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
+    if isinstance(data, dict):
+        error = data.get("error", data)
+        if isinstance(error, dict) and isinstance(error.get("message"), str):
+            return error["message"][:_ERROR_BODY_CHARS]
+        if isinstance(error, str):
+            return error[:_ERROR_BODY_CHARS]
+        if isinstance(data.get("detail"), str):
+            return data["detail"][:_ERROR_BODY_CHARS]
+    return json.dumps(data)[:_ERROR_BODY_CHARS]
+
+
+def build_chat_body(
+    model: OpenAIChatModel, request: ModelRequest, method: str = METHOD_GENERATE
+) -> dict[str, Any]:
+    """The JSON body ``model`` would send for ``request`` (for inspection and tests)."""
+    return json.loads(model._build_body(request, method))
+
+
+__all__ = [
+    "IMAGE_FORMATS",
+    "OpenAIChatModel",
+    "backoff_delay",
+    "build_chat_body",
+    "mask_url",
+    "option_logprobs_from_top",
+    "parse_completion",
+    "parse_retry_after",
+]
