@@ -140,19 +140,20 @@ def naive_diagnose(rows, tau=0.15, lam=0.5):
     """Straight from the paper's formulas with dicts and loops."""
     benches = {}
     for r in rows:
-        benches.setdefault(r["benchmark"], {"models": set(), "samples": {}})
-        benches[r["benchmark"]]["models"].add(r["model"])
+        benches.setdefault(r["benchmark"], {"fss_models": set(), "lis_models": set(), "samples": {}})
+        panel = "lis_models" if r["strategy"] == "noframe" else "fss_models"
+        benches[r["benchmark"]][panel].add(r["model"])
         benches[r["benchmark"]]["samples"].setdefault(r["sample_id"], {})[(r["model"], r["strategy"])] = r["correct"]
     out = {}
     for b, info in benches.items():
         for sid, vals in info["samples"].items():
-            models = sorted(info["models"])
-            need = [(m, s) for m in models for s in ("maxprob", "minprob", "noframe")]
-            if any(x not in vals for x in need):
+            fm, lm = sorted(info["fss_models"]), sorted(info["lis_models"])
+            need = [(m, s) for m in fm for s in ("maxprob", "minprob")] + [(m, "noframe") for m in lm]
+            if any(x not in vals for x in need) or not fm or not lm:
                 out[(b, sid)] = "incomplete"
                 continue
-            f = sum(vals[(m, "maxprob")] - vals[(m, "minprob")] for m in models) / len(models)
-            li = 1 - sum(vals[(m, "noframe")] for m in models) / len(models)
+            f = sum(vals[(m, "maxprob")] - vals[(m, "minprob")] for m in fm) / len(fm)
+            li = 1 - sum(vals[(m, "noframe")] for m in lm) / len(lm)
             f, li = round(f, 12), round(li, 12)
             if li <= lam:
                 out[(b, sid)] = "trivial"
@@ -186,3 +187,12 @@ def test_matches_naive_reference_on_random_tables(seed):
         cats = [c for (bb, _), c in expected.items() if bb == b]
         assert d.benchmarks[b]["trivial"] == cats.count("trivial")
         assert d.benchmarks[b]["incomplete"] == cats.count("incomplete")
+
+
+def test_text_only_models_join_only_the_lis_panel():
+    rows = rows_for("b", "x", "vlm", 1, 0, 0)
+    rows.append(dict(benchmark="b", sample_id="x", model="llm", strategy="noframe", mode="none", k=32,
+                     window=None, correct=1))
+    s = diagnose(make_table(rows)).samples()[0]
+    assert s["fss"] == pytest.approx(1.0)  # the LLM has no MaxProb/MinProb rows: not in the FSS panel
+    assert s["lis"] == pytest.approx(0.5)  # but it is in the LIS panel: 1 - (0 + 1) / 2

@@ -22,7 +22,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--scoring", choices=("hard", "soft", "circular"), default="hard",
                    help="hard: the paper's 0/1; soft: p(correct option); circular: 0/1 averaged over rotations")
     p.add_argument("--models", nargs="+", help="restrict the model panel")
-    p.add_argument("--k", type=int, help="frame budget of the MaxProb/MinProb rows, if the table has several")
+    p.add_argument("--k", type=int, help="frame budget of the rows used, if the table has several")
+    p.add_argument("--noframe-k", type=int, help="frame budget of the no-frame rows, when it differs from --k")
     p.add_argument("--encoder", help="encoder of the MaxProb/MinProb rows, if the table has several")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
@@ -35,8 +36,9 @@ def run(args: argparse.Namespace) -> int:
 
     table = read_predictions(args.predictions)
     filters = {"k": args.k, "encoder": args.encoder}
+    noframe_k = args.noframe_k if args.noframe_k is not None else args.k
     d = diagnose(table, tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring,
-                 models=args.models, filters=filters, noframe_filters={})
+                 models=args.models, filters=filters, noframe_filters={"k": noframe_k})
     result = d.to_json()
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

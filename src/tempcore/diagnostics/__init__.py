@@ -78,7 +78,8 @@ def diagnose(
     """FSS (MaxProb vs MinProb in ``fss_mode``), LIS (``noframe``), categories and TPI.
 
     ``table`` is a pyarrow Table in the tidy schema. ``models`` restricts the panel (default: per
-    benchmark, every model with predictions for it). ``filters`` pins columns such as ``k`` or
+    benchmark and score, every model with predictions of the strategies the score needs: MaxProb /
+    MinProb for FSS, no-frame for LIS). ``filters`` pins columns such as ``k`` or
     ``encoder`` for the MaxProb / MinProb rows when the table holds several (an ambiguous table is
     an error, never silently mixed); ``noframe_filters`` does the same for the no-frame rows.
     """
@@ -104,16 +105,22 @@ def diagnose(
     )
     matrices = {name: enc.values(mask, scoring, what, expected) for name, (mask, what) in masks.items()}
 
+    # The panel of each score: per benchmark, the models with any row of the strategies it needs
+    # (a text-only LLM with only no-frame rows joins the LIS panel, not the FSS one).
+    fss_panel = enc.panels(models, masks["maxprob"][0] | masks["minprob"][0])
+    lis_panel = enc.panels(models, masks["noframe"][0])
     n = enc.n_samples
     f = np.full(n, np.nan)
     li = np.full(n, np.nan)
     bench_arr = np.array(enc.sample_benchmark, dtype=object)
-    for bench, cols in enc.panels(models).items():
+    for bench in fss_panel:
         rows = np.flatnonzero(bench_arr == bench)
-        if cols.size == 0:
-            continue
-        f[rows] = fss(matrices["maxprob"][np.ix_(rows, cols)], matrices["minprob"][np.ix_(rows, cols)])
-        li[rows] = lis(matrices["noframe"][np.ix_(rows, cols)])
+        cols = fss_panel[bench]
+        if cols.size:
+            f[rows] = fss(matrices["maxprob"][np.ix_(rows, cols)], matrices["minprob"][np.ix_(rows, cols)])
+        cols = lis_panel[bench]
+        if cols.size:
+            li[rows] = lis(matrices["noframe"][np.ix_(rows, cols)])
     fc = fss_categories(f, tau)
     cat = taxonomy(f, li, tau, lam)
     benchmarks = {}

@@ -55,6 +55,13 @@ class EncodedPredictions:
     def n_samples(self) -> int:
         return len(self.sample_id)
 
+    def numeric(self, name: str) -> np.ndarray:
+        """A column as float64 numpy (nulls -> NaN), converted once and cached."""
+        cache = self.__dict__.setdefault("_numeric", {})
+        if name not in cache:
+            cache[name] = self.table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+        return cache[name]
+
     @classmethod
     def from_table(cls, table: Any) -> EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
@@ -63,10 +70,15 @@ class EncodedPredictions:
         bench_codes, benches = _codes(table.column("benchmark"))
         id_codes, ids = _codes(table.column("sample_id"))
         model_codes, models = _codes(table.column("model"))
-        combined = bench_codes * max(len(ids), 1) + id_codes
-        uniq, sample_code = np.unique(combined, return_inverse=True)
-        sample_benchmark = [benches[int(u) // max(len(ids), 1)] for u in uniq]
-        sample_ids = [ids[int(u) % max(len(ids), 1)] for u in uniq]
+        width = max(len(ids), 1)
+        combined = bench_codes * width + id_codes
+        # Number the (benchmark, sample_id) pairs present, in O(rows) (no sort): a bitmap + cumsum.
+        present = np.zeros(max(len(benches), 1) * width, dtype=bool)
+        present[combined] = True
+        uniq = np.flatnonzero(present)
+        sample_code = (np.cumsum(present) - 1)[combined]
+        sample_benchmark = [benches[int(u) // width] for u in uniq]
+        sample_ids = [ids[int(u) % width] for u in uniq]
         return cls(table, sample_code.astype(np.int64), model_codes, sample_benchmark, sample_ids, models)
 
     def rows(self, strategy: str, mode: str | None, filters: Mapping[str, Any] | None = None) -> np.ndarray:
@@ -104,7 +116,7 @@ class EncodedPredictions:
         t = self.table
         if "rotation" not in t.column_names:
             return np.zeros(t.num_rows, dtype=np.int64)
-        return np.nan_to_num(t.column("rotation").to_numpy(zero_copy_only=False).astype(np.float64)).astype(np.int64)
+        return np.nan_to_num(self.numeric("rotation")).astype(np.int64)
 
     def rotations_per_sample(self, mask: np.ndarray) -> np.ndarray:
         """Number of distinct option rotations each sample has among the masked rows."""
@@ -134,9 +146,8 @@ class EncodedPredictions:
             name = "p_correct"
         else:
             name = "correct"
-        col = t.column(name)
         rows = np.flatnonzero(mask)
-        vals = col.to_numpy(zero_copy_only=False).astype(np.float64)[rows]
+        vals = self.numeric(name)[rows]
         if np.isnan(vals).any():
             bad = rows[np.isnan(vals)][0]
             raise DiagnosticsError(
@@ -173,8 +184,9 @@ class EncodedPredictions:
                 f"{self.sample_benchmark[self.sample_code[r]]!r}, model {self.models[self.model_code[r]]!r}"
             )
 
-    def panels(self, models: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """Per benchmark, the model columns of its panel: models with any row for it (within ``models``)."""
+    def panels(self, models: Sequence[str] | None = None, mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Per benchmark, the model columns of its panel: the models (within ``models``) with any row
+        for it among the ``mask``-ed rows (default: all rows). Every benchmark of the table is a key."""
         if models is not None:
             unknown = sorted(set(models) - set(self.models))
             if unknown:
@@ -182,7 +194,8 @@ class EncodedPredictions:
         allowed = np.array([models is None or m in models for m in self.models], dtype=bool)
         names, bench_of_sample = np.unique(np.array(self.sample_benchmark, dtype=object), return_inverse=True)
         n_m = len(self.models)
-        pairs = np.unique(bench_of_sample[self.sample_code] * n_m + self.model_code)
-        present = np.zeros((len(names), n_m), dtype=bool)
-        present[pairs // n_m, pairs % n_m] = True
+        rows = slice(None) if mask is None else mask
+        present = np.zeros(len(names) * n_m, dtype=bool)
+        present[bench_of_sample[self.sample_code[rows]] * n_m + self.model_code[rows]] = True
+        present = present.reshape(len(names), n_m)
         return {str(b): np.flatnonzero(present[i] & allowed) for i, b in enumerate(names)}
