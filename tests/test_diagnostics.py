@@ -196,3 +196,20 @@ def test_text_only_models_join_only_the_lis_panel():
     s = diagnose(make_table(rows)).samples()[0]
     assert s["fss"] == pytest.approx(1.0)  # the LLM has no MaxProb/MinProb rows: not in the FSS panel
     assert s["lis"] == pytest.approx(0.5)  # but it is in the LIS panel: 1 - (0 + 1) / 2
+
+
+def test_chunks_with_different_dictionaries(tmp_path):
+    """Parquet files read back as chunks whose dictionaries differ; results must not change."""
+    import pyarrow.parquet as pq
+
+    from tempcore.diagnostics.accuracy import accuracy_table
+
+    rows = rows_for("b1", "x", "m0", 1, 0, 0) + rows_for("b2", "y", "m1", 0, 1, 1)
+    t = make_table(rows)
+    t = t.set_column(0, "benchmark", t.column("benchmark").dictionary_encode())
+    path = tmp_path / "p.parquet"
+    pq.write_table(t, path, row_group_size=3)
+    back = pq.read_table(path)
+    assert back.column("benchmark").num_chunks > 1
+    assert diagnose(back).samples() == diagnose(make_table(rows)).samples()
+    assert accuracy_table(back).rows == accuracy_table(make_table(rows)).rows

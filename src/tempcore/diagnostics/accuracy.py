@@ -422,7 +422,7 @@ def _aggregate(
             parts.append(shaped(oracle, with_window=True))
     if not parts:
         return None, keys
-    work = pa.concat_tables(parts)
+    work = pa.concat_tables(parts).unify_dictionaries()  # Parquet chunks may carry different dictionaries
     group_keys = keys + (["window"] if per_window else [])
     aggs = [("correct", "sum"), ("correct", "count"), (_INCOMPLETE, "sum")]
     if has_pe:

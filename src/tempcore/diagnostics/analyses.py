@@ -894,7 +894,7 @@ def frame_counts_from_table(table: Any, column: str = "n_frames") -> dict[tuple[
     t = table.table if isinstance(table, EncodedPredictions) else table
     if column not in t.column_names:
         raise AnalysisError(f"the predictions have no {column!r} column; pass the frame counts instead")
-    sub = t.select(["benchmark", "sample_id", column]).filter(pc.is_valid(t.column(column)))
+    sub = t.select(["benchmark", "sample_id", column]).filter(pc.is_valid(t.column(column))).unify_dictionaries()
     agg = sub.group_by(["benchmark", "sample_id"], use_threads=False).aggregate(
         [(column, "min"), (column, "max")]
     )

@@ -67,6 +67,7 @@ class EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
+        table = table.unify_dictionaries()  # Parquet row groups may carry different dictionaries
         bench_codes, benches = _codes(table.column("benchmark"))
         id_codes, ids = _codes(table.column("sample_id"))
         model_codes, models = _codes(table.column("model"))
