@@ -10,7 +10,7 @@ TORCH  ?= torch==2.13.0
 EXTRAS ?= hf,serve,analysis,dev
 STAMP  := $(VENV)/.tempcore-installed
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,17 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/tempcore demo
 
+# The report's browser test drives Debian's headless Chromium.
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing Debian's chromium (for the report browser test)"; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 
-test: lint
+test: lint system-deps
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
