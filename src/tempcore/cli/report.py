@@ -1,0 +1,123 @@
+"""``tempcore report``: Markdown + one self-contained HTML report from a predictions table."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from tempcore.errors import TempcoreError
+
+
+class ReportInputError(TempcoreError):
+    """A side input of the report (ratings, external scores) cannot be read."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    from tempcore.cli._export_tempcore import add_benchmark_arguments, add_diagnosis_arguments
+
+    p = sub.add_parser(
+        "report",
+        help="report.md + a self-contained report.html: tables, figures and a sample browser",
+        description=(
+            "Diagnose the predictions and write report.md (tables, figures as plots/*.svg) and one "
+            "self-contained report.html (no network: inline CSS, SVG and script, thumbnails as data: URIs) "
+            "with every analysis the predictions allow and a sample browser filterable by category and "
+            "benchmark. Annotations add questions and options to the browser; videos add MaxProb / MinProb "
+            "frame thumbnails."
+        ),
+    )
+    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
+    add_benchmark_arguments(p, required=False)
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+    add_diagnosis_arguments(p)
+    p.add_argument("--max-samples", type=int, default=200, metavar="N",
+                   help="browser: at most N samples per benchmark, Temporally Sensitive first (default 200)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the browser's sample and the bootstraps (default 0)")
+    p.add_argument("--no-thumbnails", action="store_true", help="do not decode videos for frame thumbnails")
+    p.add_argument("--max-thumbnail-samples", type=int, default=40, metavar="N",
+                   help="browser: frame thumbnails for at most N samples per benchmark (default 40)")
+    p.add_argument("--thumb-width", type=int, default=80, metavar="PX", help="thumbnail width (default 80)")
+    p.add_argument("--bootstrap", type=int, default=2000, metavar="N",
+                   help="bootstrap replicates of the paired differences (default 2000)")
+    p.add_argument("--ratings", type=Path, help="human ratings (CSV / JSONL / Parquet: benchmark, sample_id, rating 1-5)")
+    p.add_argument("--external-scores", type=Path,
+                   help="external benchmark scores (CSV / JSONL / Parquet: model, benchmark, score)")
+    p.add_argument("--text-models", nargs="+", default=[], metavar="NAME",
+                   help="models of the predictions that are text-only LLMs (contamination probe)")
+    p.add_argument("--same-backbone", nargs="+", default=[], metavar="TEXT=VLM",
+                   help="a text-only LLM and the VLM built on it (same-backbone control)")
+    p.add_argument("--title", default="TempCore report", help="page title")
+    p.set_defaults(func=run)
+
+
+def read_rows(path: Path) -> Any:
+    """A small side table (CSV, JSONL / JSON lines, Parquet) as a pyarrow Table."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+
+    if not path.is_file():
+        raise ReportInputError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pq.read_table(path)
+        if suffix in (".jsonl", ".ndjson", ".json"):
+            return pajson.read_json(path)
+        if suffix in (".csv", ".tsv"):
+            delimiter = "\t" if suffix == ".tsv" else ","
+            return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                                  convert_options=pacsv.ConvertOptions(
+                                      column_types={"sample_id": pa.string(), "benchmark": pa.string(),
+                                                    "model": pa.string()}))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise ReportInputError(f"{path}: cannot read: {exc}") from exc
+    raise ReportInputError(f"{path}: unknown table format {suffix!r} (use .csv, .tsv, .jsonl or .parquet)")
+
+
+def _pairs(values: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for value in values:
+        text, sep, vlm = value.partition("=")
+        if not sep or not text or not vlm:
+            raise ReportInputError(f"--same-backbone {value!r}: expected TEXT_MODEL=VLM_MODEL")
+        out.append((text, vlm))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from tempcore.cli._export_tempcore import load_sources
+    from tempcore.report import build_report, write_report
+    from tempcore.tidy import file_sha256, read_predictions
+
+    if args.max_samples < 1:
+        raise ReportInputError("--max-samples must be at least 1")
+    table = read_predictions(args.predictions)
+    sources = load_sources(args) if args.annotations else {}
+    inputs: dict[str, Any] = {"predictions": str(args.predictions), "predictions_sha256": file_sha256(args.predictions)}
+    for name, result in sources.items():
+        inputs[f"annotations {name}"] = f"{', '.join(str(p) for p in result.source_files)} " \
+                                        f"(sha256 {result.annotations_hash})"
+    report = build_report(
+        table,
+        samples_by_benchmark=sources,
+        tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring, models=args.models,
+        k=args.k, encoder=args.encoder,
+        ratings=read_rows(args.ratings) if args.ratings else None,
+        external=read_rows(args.external_scores) if args.external_scores else None,
+        text_models=args.text_models, same_backbone=_pairs(args.same_backbone),
+        max_samples=args.max_samples, seed=args.seed, thumbnails=not args.no_thumbnails,
+        thumb_width=args.thumb_width, max_thumbnail_samples=args.max_thumbnail_samples, n_boot=args.bootstrap, inputs=inputs, title=args.title,
+    )
+    paths = write_report(report, args.out)
+    available = sum(1 for t in report.tables if t.table is not None and t.table.rows)
+    print(f"{available} of {len(report.tables)} analyses available; {len(report.figures)} figures; "
+          f"{len(report.browser.rows)} samples in the browser")
+    for item in report.tables:
+        if item.table is None or not item.table.rows:
+            print(f"  not available: {item.title}: {item.unavailable}")
+    for path in paths[:2]:
+        print(f"wrote {path}")
+    return 0

@@ -1,0 +1,614 @@
+"""TempCore subsets: each benchmark's Temporally Sensitive samples, written for other tools.
+
+The TempCore paper (§7, "Practical usage") defines the TempCore subset of a benchmark as its
+Temporally Sensitive samples: vision-dependent (``LIS > lambda``) and frame-sensitive
+(``|FSS| > tau``), i.e. the categories Temporally Grounded (``FSS > tau``) and Visual Bias
+(``FSS < -tau``). :func:`export_tempcore` takes a :class:`~tempcore.diagnostics.Diagnosis` (which
+fixes tau, lambda, the FSS text mode and the scoring) and the benchmark's samples, and writes per
+benchmark a folder ``<out>/<benchmark>/`` holding:
+
+* the subset, one record per sample, in annotation order: every field of the
+  :class:`~tempcore.records.Sample` (``benchmark, sample_id, video, question, options, answer,
+  start, end, media, answer_interval, metadata``) plus ``fss``, ``lis``, ``fss_category`` (key /
+  anti_key) and ``category`` (temporally_grounded / visual_bias);
+
+  - ``jsonl``: ``tempcore_<name>.jsonl``; ``metadata`` is the benchmark's own object, unchanged, so
+    ``Sample.from_dict`` of a record minus the four score fields gives the sample back;
+  - ``parquet``: ``tempcore_<name>.parquet``; ``options`` a list of strings, ``answer_interval`` a
+    list of two floats, ``metadata`` JSON text (its fields differ between rows, a column cannot);
+  - ``lmms-eval``: an lmms-eval task folder (see below) whose data file is JSONL with ``metadata``
+    as JSON text for the same reason (the Hugging Face ``json`` loader infers one type per column);
+
+* ``manifest.json``: the benchmark, its annotation files and their SHA-256 (the hash the loader
+  computed over the files it read), the models of the panel and the conditions the scores used,
+  tau, lambda, FSS mode, scoring, the per-category counts of the whole benchmark, how many samples
+  were exported, the SHA-256 of the written data file, the tempcore version and the creation time.
+
+The lmms-eval task folder follows lmms-eval's task conventions (a task YAML with
+``dataset_path: json`` and ``dataset_kwargs.data_files`` pointing at the local data file,
+``doc_to_visual`` / ``doc_to_text`` / ``doc_to_target`` / ``process_results`` as ``!function
+utils.<name>`` and aggregation functions in ``utils.py``). Run it with ``lmms-eval --tasks
+tempcore_<name> --include_path <out>/<name>`` (every exported task also carries the tag
+``tempcore``). Choices it makes, stated here and in the files:
+
+* The YAML points at the data file by absolute path (the Hugging Face loader resolves relative
+  paths against the working directory, not the YAML); moving the folder means editing that line.
+* Videos resolve against the video root known at export time (``--video-root``, else the
+  loader's default); the environment variable ``TEMPCORE_VIDEO_ROOT`` overrides it at run time.
+  A sample's ``start`` / ``end`` segment is in the doc, but ``doc_to_visual`` returns the whole
+  video path, as lmms-eval's own video tasks do (its models sample frames themselves).
+* The prompt is lmms-eval's common multiple-choice phrasing (question, ``A. text`` option lines,
+  "Answer with the option's letter from the given choices directly."), overridable through
+  ``lmms_eval_specific_kwargs`` as in lmms-eval's own tasks.
+* Answers are parsed with tempcore's shared extractor (:func:`tempcore.answers.extract_choice`)
+  when tempcore is importable in the lmms-eval environment, else with a small built-in parser that
+  accepts a bare letter, ``(B)``, ``B.``/``B)`` at the start, or "answer is B"; anything else is a
+  wrong answer, never a guess. Metrics: ``tempcore_accuracy`` over the subset, and per category
+  present (``tempcore_temporally_grounded_accuracy``, ``tempcore_visual_bias_accuracy``), in percent
+  as lmms-eval's video tasks report.
+
+Only multiple-choice samples can become an lmms-eval task; a grounding sample (no options) in a
+subset is an :class:`ExportError` for that format.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tempcore._version import __version__
+from tempcore.errors import TempcoreError
+from tempcore.records import LETTERS, Condition, Sample
+
+if TYPE_CHECKING:
+    from tempcore.benchmarks.base import LoadResult
+    from tempcore.diagnostics import Diagnosis
+
+EXPORT_FORMATS = ("jsonl", "parquet", "lmms-eval")
+SENSITIVE = ("temporally_grounded", "visual_bias")
+SCORE_FIELDS = ("fss", "lis", "fss_category", "category")
+TAG = "tempcore"
+
+
+class ExportError(TempcoreError):
+    """A TempCore subset cannot be written (unknown benchmark, sample missing from the annotations...)."""
+
+
+@dataclass(frozen=True)
+class BenchmarkSource:
+    """What the export knows about one benchmark's annotations.
+
+    ``annotations_sha256`` and ``source_files`` come from the loader (:class:`LoadResult`); they are
+    ``None`` / empty when the samples were given directly. ``video_root`` is where the samples'
+    relative video paths resolve (written into the lmms-eval task).
+    """
+
+    samples: tuple[Sample, ...]
+    annotations_sha256: str | None = None
+    source_files: tuple[str, ...] = ()
+    video_root: str | None = None
+
+    @classmethod
+    def of(cls, value: LoadResult | BenchmarkSource | Iterable[Sample], video_root: Any = None) -> BenchmarkSource:
+        if isinstance(value, BenchmarkSource):
+            return value if video_root is None else cls(value.samples, value.annotations_sha256,
+                                                        value.source_files, str(video_root))
+        samples = getattr(value, "samples", None)
+        if samples is not None and hasattr(value, "annotations_hash"):
+            root = video_root if video_root is not None else value.video_root  # type: ignore[union-attr]
+            return cls(
+                tuple(samples),
+                value.annotations_hash,  # type: ignore[union-attr]
+                tuple(str(Path(p).resolve()) for p in value.source_files),  # type: ignore[union-attr]
+                None if root is None else str(root),
+            )
+        return cls(tuple(value), None, (), None if video_root is None else str(video_root))  # type: ignore[arg-type]
+
+
+# --- what the subset holds --------------------------------------------------------------------
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def subset_records(diagnosis: Diagnosis, benchmark: str, samples: Sequence[Sample]) -> list[dict[str, Any]]:
+    """The TempCore subset of ``benchmark``: its Temporally Sensitive samples as records.
+
+    Records come in the order of ``samples`` (the annotation order). Every Temporally Sensitive
+    sample of the diagnosis must be among ``samples``; otherwise :class:`ExportError` lists the
+    missing ids (the predictions and the annotations do not belong together).
+    """
+    scores = _scores_of(diagnosis, benchmark)
+    by_id = {s.sample_id: s for s in samples}
+    wanted = {sid for sid, row in scores.items() if row["category"] in SENSITIVE}
+    missing = sorted(wanted - by_id.keys())
+    if missing:
+        shown = ", ".join(repr(m) for m in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        raise ExportError(
+            f"{benchmark}: {len(missing)} Temporally Sensitive sample(s) of the predictions are not in the "
+            f"annotations ({shown}); are the annotations the ones the predictions were made on?"
+        )
+    out = []
+    for sample in samples:
+        if sample.sample_id in wanted:
+            record = sample.to_dict()
+            record.update(scores[sample.sample_id])
+            out.append(record)
+    return out
+
+
+def _scores_of(diagnosis: Diagnosis, benchmark: str) -> dict[str, dict[str, Any]]:
+    if benchmark not in diagnosis.benchmarks:
+        known = ", ".join(sorted(diagnosis.benchmarks)) or "none"
+        raise ExportError(f"benchmark {benchmark!r} has no predictions (the predictions hold: {known})")
+    rows = {}
+    for b, sid, f, li, fc, c in zip(
+        diagnosis.benchmark, diagnosis.sample_id, diagnosis.fss, diagnosis.lis,
+        diagnosis.fss_category, diagnosis.category,
+    ):
+        if b == benchmark:
+            rows[str(sid)] = {"fss": _num(f), "lis": _num(li), "fss_category": str(fc), "category": str(c)}
+    return rows
+
+
+def table_provenance(table: Any, diagnosis: Diagnosis) -> dict[str, dict[str, list[str]]]:
+    """Per benchmark, the ``models`` of its panel and the ``conditions`` (keys) the scores used.
+
+    The rows used are those :func:`~tempcore.diagnostics.diagnose` reads: MaxProb and MinProb in
+    the diagnosis' FSS mode (with its filters) and no-frame; option rotation 0 unless the scoring
+    is ``circular``; models restricted to the diagnosis' model subset when it has one.
+    """
+    import pyarrow.compute as pc
+
+    params = diagnosis.params
+    names = table.column_names
+    fss_mode = params.get("fss_mode", "qa")
+    strategy = table.column("strategy")
+    scored = pc.and_(pc.is_in(strategy, value_set=_pa_array(["maxprob", "minprob"])),
+                     pc.equal(table.column("mode"), fss_mode))
+    for col, value in (params.get("filters") or {}).items():
+        if value is not None and col in names:
+            scored = pc.and_(scored, pc.equal(table.column(col), value))
+    used = pc.or_(pc.fill_null(scored, False), pc.equal(strategy, "noframe"))
+    if params.get("scoring") != "circular" and "rotation" in names:
+        used = pc.and_(used, pc.equal(pc.fill_null(table.column("rotation"), 0), 0))
+    models = params.get("models")
+    if models:
+        used = pc.and_(used, pc.is_in(table.column("model"), value_set=_pa_array(list(models))))
+    rows = table.filter(pc.fill_null(used, False))
+    keep = [c for c in ("benchmark", "model", "condition", "strategy", "mode", "k", "window", "encoder",
+                        "fps", "seed", "rotation", "variant") if c in names]
+    out: dict[str, dict[str, set[str]]] = {}
+    for row in rows.select(keep).group_by(keep).aggregate([]).to_pylist():
+        entry = out.setdefault(str(row["benchmark"]), {"models": set(), "conditions": set()})
+        entry["models"].add(str(row["model"]))
+        entry["conditions"].add(_condition_key(row))
+    return {b: {"models": sorted(v["models"]), "conditions": sorted(v["conditions"])} for b, v in out.items()}
+
+
+def _pa_array(values: list[str]) -> Any:
+    import pyarrow as pa
+
+    return pa.array(values, type=pa.string())
+
+
+def _condition_key(row: Mapping[str, Any]) -> str:
+    if row.get("condition"):
+        return str(row["condition"])
+    kwargs = {"strategy": row["strategy"], "mode": row["mode"], "k": int(row["k"])}
+    for name in ("window", "encoder", "fps", "seed", "rotation", "variant"):
+        if row.get(name) is not None:
+            kwargs[name] = row[name]
+    try:
+        return Condition(**kwargs).key
+    except (TypeError, ValueError):
+        return "|".join(f"{k}={v}" for k, v in kwargs.items())
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+def slug(benchmark: str) -> str:
+    """A file- and task-name-safe form of a benchmark name (lower case, ``[a-z0-9_]``)."""
+    text = re.sub(r"[^a-z0-9_]+", "_", benchmark.lower()).strip("_")
+    if not text:
+        raise ExportError(f"benchmark name {benchmark!r} has no letters or digits to name its files")
+    return text
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _json_safe(value: Any) -> Any:
+    """JSON has no NaN / infinity: such metadata values (e.g. from a Parquet annotation file) become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def _jsonl(records: Iterable[Mapping[str, Any]]) -> bytes:
+    lines = [json.dumps(_json_safe(r), ensure_ascii=False, allow_nan=False, default=str) for r in records]
+    return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")
+
+
+def _flat(record: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(record)
+    out["metadata"] = json.dumps(_json_safe(record.get("metadata") or {}), ensure_ascii=False, sort_keys=True,
+                                 allow_nan=False, default=str)
+    return out
+
+
+def _write_parquet(path: Path, records: list[dict[str, Any]]) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([
+        ("benchmark", pa.string()), ("sample_id", pa.string()), ("video", pa.string()),
+        ("question", pa.string()), ("options", pa.list_(pa.string())), ("answer", pa.int64()),
+        ("start", pa.float64()), ("end", pa.float64()), ("media", pa.string()),
+        ("answer_interval", pa.list_(pa.float64())), ("metadata", pa.string()),
+        ("fss", pa.float64()), ("lis", pa.float64()), ("fss_category", pa.string()), ("category", pa.string()),
+    ])
+    table = pa.Table.from_pylist([_flat(r) for r in records], schema=schema)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def build_manifest(
+    diagnosis: Diagnosis,
+    benchmark: str,
+    source: BenchmarkSource,
+    exported: list[dict[str, Any]],
+    *,
+    fmt: str,
+    provenance: Mapping[str, Any] | None = None,
+    files: Mapping[str, str] | None = None,
+    created: str | None = None,
+) -> dict[str, Any]:
+    """The manifest of one benchmark's subset (see the module docstring)."""
+    params = diagnosis.params
+    scores = _scores_of(diagnosis, benchmark)
+    annotated = {s.sample_id for s in source.samples}
+    prov = provenance or {}
+    return {
+        "benchmark": benchmark,
+        "format": fmt,
+        "annotations": {"sha256": source.annotations_sha256, "files": list(source.source_files)},
+        "video_root": source.video_root,
+        "models": list(prov.get("models") or params.get("models") or []),
+        "conditions": list(prov.get("conditions") or []),
+        "tau": params.get("tau"),
+        "lambda": params.get("lambda"),
+        "fss_mode": params.get("fss_mode"),
+        "scoring": params.get("scoring"),
+        "filters": params.get("filters") or {},
+        "counts": dict(diagnosis.benchmarks[benchmark]),
+        "exported": len(exported),
+        "exported_by_category": {c: sum(1 for r in exported if r["category"] == c) for c in SENSITIVE},
+        "predictions_not_in_annotations": len(set(scores) - annotated),
+        "annotations_without_predictions": len(annotated - set(scores)),
+        "files": dict(files or {}),
+        "tempcore_version": __version__,
+        "created": created or _now(),
+    }
+
+
+def export_tempcore(
+    diagnosis: Diagnosis,
+    samples_by_benchmark: Mapping[str, LoadResult | BenchmarkSource | Iterable[Sample]],
+    out_dir: str | os.PathLike[str],
+    format: str = "jsonl",
+    *,
+    table: Any = None,
+    video_roots: Mapping[str, str | os.PathLike[str]] | None = None,
+    created: str | None = None,
+) -> list[Path]:
+    """Write the TempCore subset and manifest of every benchmark in ``samples_by_benchmark``.
+
+    ``samples_by_benchmark`` maps a benchmark name of the diagnosis to its samples: a
+    :class:`~tempcore.benchmarks.LoadResult` (gives the annotations hash and files), a
+    :class:`BenchmarkSource`, or any iterable of :class:`~tempcore.records.Sample`. ``table`` (the
+    predictions table the diagnosis came from) adds the models and conditions to the manifests.
+    ``video_roots`` overrides the video root per benchmark. Returns the paths written (data file,
+    manifest, and for lmms-eval the task YAML and ``utils.py``), benchmark by benchmark.
+    """
+    if format not in EXPORT_FORMATS:
+        raise ExportError(f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    out = Path(out_dir)
+    roots = dict(video_roots or {})
+    sources = {b: BenchmarkSource.of(v, roots.get(b)) for b, v in samples_by_benchmark.items()}
+    slugs: dict[str, str] = {}
+    for bench in sources:
+        s = slug(bench)
+        if s in slugs:
+            raise ExportError(f"benchmarks {slugs[s]!r} and {bench!r} would share the folder {s!r}")
+        slugs[s] = bench
+        _scores_of(diagnosis, bench)  # unknown benchmark -> error before anything is written
+    prov = table_provenance(table, diagnosis) if table is not None else {}
+    stamp = created or _now()
+    written: list[Path] = []
+    for bench, source in sources.items():
+        records = subset_records(diagnosis, bench, source.samples)
+        folder = out / slug(bench)
+        name = f"tempcore_{slug(bench)}"
+        files: dict[str, str] = {}
+        paths: list[Path] = []
+        if format == "jsonl":
+            data = _atomic_write(folder / f"{name}.jsonl", _jsonl(records))
+        elif format == "parquet":
+            data = _write_parquet(folder / f"{name}.parquet", records)
+        else:
+            data = _atomic_write(folder / f"{name}.jsonl", _jsonl(_flat(r) for r in _lmms_docs(bench, records)))
+            categories = [c for c in SENSITIVE if any(r["category"] == c for r in records)]
+            yaml_path = _atomic_write(
+                folder / f"{name}.yaml", lmms_eval_yaml(name, data.resolve(), categories).encode("utf-8")
+            )
+            utils_path = _atomic_write(folder / "utils.py", lmms_eval_utils(bench, source.video_root).encode("utf-8"))
+            files.update({"task_yaml": yaml_path.name, "utils": utils_path.name})
+            paths += [yaml_path, utils_path]
+        files["data"] = data.name
+        files["data_sha256"] = _sha256(data)
+        manifest = build_manifest(diagnosis, bench, source, records, fmt=format, provenance=prov.get(bench),
+                                  files=files, created=stamp)
+        manifest_path = _atomic_write(
+            folder / "manifest.json", (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        )
+        written += [data, *paths, manifest_path]
+    return written
+
+
+# --- lmms-eval task -----------------------------------------------------------------------------
+
+
+def _lmms_docs(benchmark: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for r in records:
+        if not r.get("options") or r.get("answer") is None:
+            raise ExportError(
+                f"{benchmark}: sample {r['sample_id']!r} is not a multiple-choice question; an lmms-eval "
+                "task can only hold multiple-choice samples (use --format jsonl or parquet)"
+            )
+        if len(r["options"]) > len(LETTERS):
+            raise ExportError(f"{benchmark}: sample {r['sample_id']!r} has more options than letters")
+    return records
+
+
+def _q(text: str) -> str:
+    """A YAML double-quoted scalar (JSON string syntax is a subset of it)."""
+    return json.dumps(text, ensure_ascii=False)
+
+
+def lmms_eval_yaml(task: str, data_file: Path, categories: Sequence[str]) -> str:
+    """The task YAML of an exported subset (lmms-eval conventions; see the module docstring)."""
+    metrics = ["tempcore_accuracy"] + [f"tempcore_{c}_accuracy" for c in categories]
+    metric_lines = "".join(
+        f"  - metric: {m}\n    aggregation: !function utils.aggregate_{m[len('tempcore_'):]}\n"
+        "    higher_is_better: true\n"
+        for m in metrics
+    )
+    return (
+        f"# TempCore subset written by tempcore {__version__}: the Temporally Sensitive samples only.\n"
+        "# data_files is an absolute path (Hugging Face resolves relative ones against the working\n"
+        "# directory); edit it if you move this folder. Videos: see utils.py (TEMPCORE_VIDEO_ROOT).\n"
+        f"task: {task}\n"
+        f"tag: {TAG}\n"
+        "dataset_path: json\n"
+        "dataset_kwargs:\n"
+        "  data_files:\n"
+        f"    test: {_q(str(data_file))}\n"
+        "test_split: test\n"
+        "output_type: generate_until\n"
+        "doc_to_visual: !function utils.doc_to_visual\n"
+        "doc_to_text: !function utils.doc_to_text\n"
+        "doc_to_target: !function utils.doc_to_target\n"
+        "process_results: !function utils.process_results\n"
+        "generation_kwargs:\n"
+        "  max_new_tokens: 16\n"
+        "  temperature: 0\n"
+        "  top_p: 1.0\n"
+        "  num_beams: 1\n"
+        "  do_sample: false\n"
+        f"metric_list:\n{metric_lines}"
+        "lmms_eval_specific_kwargs:\n"
+        "  default:\n"
+        '    pre_prompt: ""\n'
+        f"    post_prompt: {_q(DEFAULT_POST_PROMPT)}\n"
+        "metadata:\n"
+        "  - version: 0.0\n"
+    )
+
+
+DEFAULT_POST_PROMPT = "Answer with the option's letter from the given choices directly."
+
+_UTILS_TEMPLATE = '''"""lmms-eval task functions for a TempCore subset (written by tempcore {version}).
+
+Benchmark: {benchmark_comment}
+Docs are the subset's records: sample_id, video, question, options, answer (0-based index),
+start, end, media, metadata (JSON text), fss, lis, fss_category, category.
+Self-contained: needs neither lmms-eval nor tempcore to import; uses tempcore's answer extractor
+when tempcore is installed, else the small parser below.
+"""
+
+import os
+import re
+
+BENCHMARK = {benchmark!r}
+# Where relative video paths resolve; the environment variable TEMPCORE_VIDEO_ROOT overrides it.
+VIDEO_ROOT = {video_root!r}
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+DEFAULT_POST_PROMPT = {post_prompt!r}
+CATEGORIES = ("temporally_grounded", "visual_bias")
+
+
+def video_path(doc):
+    """The sample's video: absolute as given, else joined to the video root."""
+    video = doc["video"]
+    root = os.environ.get("TEMPCORE_VIDEO_ROOT") or VIDEO_ROOT
+    if os.path.isabs(video) or not root:
+        return video
+    return os.path.join(root, video)
+
+
+def doc_to_visual(doc):
+    """[path of the video] (the whole file; lmms-eval models sample frames themselves)."""
+    path = video_path(doc)
+    if not os.path.exists(path):
+        raise FileNotFoundError(
+            f"TempCore subset of {{BENCHMARK}}: video of sample {{doc['sample_id']}} not found: {{path}} "
+            "(set TEMPCORE_VIDEO_ROOT)"
+        )
+    return [path]
+
+
+def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+    """pre_prompt + question + one "A. text" line per option + post_prompt."""
+    kwargs = lmms_eval_specific_kwargs or {{}}
+    pre = kwargs.get("pre_prompt", "")
+    post = kwargs.get("post_prompt", DEFAULT_POST_PROMPT)
+    lines = [f"{{LETTERS[i]}}. {{text}}" for i, text in enumerate(doc["options"])]
+    return pre + doc["question"] + "\\n" + "\\n".join(lines) + ("\\n" + post if post else "")
+
+
+def doc_to_target(doc):
+    """The correct option's letter."""
+    return LETTERS[int(doc["answer"])]
+
+
+# (pattern, case-insensitive): the first pattern that finds exactly one valid letter decides;
+# several different letters is a failure, never a guess.
+_PATTERNS = (
+    (r"^\\s*\\(?([A-Z])\\)?\\s*[.:)]?\\s*$", True),
+    (r"(?:answer|option)\\s*(?:is|:)?\\s*:?\\s*\\(?([A-Z])\\)?(?![A-Za-z])", True),
+    (r"\\(([A-Z])\\)|(?<![A-Za-z(])([A-Z])[.:)](?=[\\s?!,;]|$)", False),
+)
+
+
+def _fallback_choice(response, n):
+    text = response.strip()
+    for pattern, anycase in _PATTERNS:
+        flags = re.MULTILINE | (re.IGNORECASE if anycase else 0)
+        found = set()
+        for match in re.finditer(pattern, text, flags):
+            found.update(g.upper() for g in match.groups() if g)
+        letters = {{x for x in found if x in LETTERS[:n]}}
+        if len(letters) == 1:
+            return LETTERS.index(letters.pop())
+        if len(letters) > 1:
+            return None
+    return None
+
+
+def parse_choice(response, options):
+    """The option index the response names, or None (a parse failure counts as wrong)."""
+    if not isinstance(response, str):
+        return None
+    try:
+        from tempcore.answers import extract_choice
+    except ImportError:
+        return _fallback_choice(response, len(options))
+    return extract_choice(response, list(options)).index
+
+
+def process_results(doc, results):
+    """Score one response: 1.0 when it names the correct option."""
+    response = results[0] if results else ""
+    index = parse_choice(response, doc["options"])
+    item = {{
+        "sample_id": doc["sample_id"],
+        "category": doc["category"],
+        "parsed": None if index is None else LETTERS[index],
+        "target": doc_to_target(doc),
+        "score": 1.0 if index is not None and index == int(doc["answer"]) else 0.0,
+    }}
+    out = {{"tempcore_accuracy": item}}
+    for category in CATEGORIES:
+        out[f"tempcore_{{category}}_accuracy"] = item
+    return out
+
+
+def _percent(items):
+    items = list(items)
+    if not items:
+        return float("nan")
+    return 100.0 * sum(i["score"] for i in items) / len(items)
+
+
+def aggregate_accuracy(results):
+    """Accuracy (%) over the whole subset."""
+    return _percent(results)
+
+
+def aggregate_temporally_grounded_accuracy(results):
+    """Accuracy (%) over the Temporally Grounded samples (FSS > tau)."""
+    return _percent(r for r in results if r["category"] == "temporally_grounded")
+
+
+def aggregate_visual_bias_accuracy(results):
+    """Accuracy (%) over the Visual Bias samples (FSS < -tau)."""
+    return _percent(r for r in results if r["category"] == "visual_bias")
+'''
+
+
+def lmms_eval_utils(benchmark: str, video_root: str | None) -> str:
+    """The ``utils.py`` of an exported lmms-eval task (plain Python; see the module docstring)."""
+    return _UTILS_TEMPLATE.format(
+        version=__version__,
+        benchmark=benchmark,
+        benchmark_comment=benchmark.replace('"""', "'''").replace("\\", "/"),
+        video_root=None if video_root is None else str(Path(video_root).expanduser().resolve()),
+        post_prompt=DEFAULT_POST_PROMPT,
+    )
+
+
+__all__ = [
+    "EXPORT_FORMATS",
+    "BenchmarkSource",
+    "ExportError",
+    "build_manifest",
+    "export_tempcore",
+    "lmms_eval_utils",
+    "lmms_eval_yaml",
+    "slug",
+    "subset_records",
+    "table_provenance",
+]

@@ -1,0 +1,520 @@
+"""Collect everything a report shows: the diagnosis, every analysis the predictions allow, the
+figures, and the sample browser.
+
+Each analysis of :mod:`tempcore.diagnostics.analyses` (and the accuracy table of
+:mod:`tempcore.diagnostics.accuracy`) is listed in :data:`CATALOGUE` with what it needs. Before
+running one, the report checks the predictions hold what it needs (e.g. window-oracle and uniform
+rows, MaxProb at two or more K, a ratings file); when they do not, the report lists it as *not
+available* with the reason, and when an analysis fails anyway (an ambiguous condition, a bad
+ratings row) the error message is shown in its place. A report never fails for one analysis.
+
+Choices:
+
+* Filters. ``k`` (``--k``) applies to every analysis; ``encoder`` only to the score-based
+  strategies (MaxProb / MinProb), since uniform, random, oracle and no-frame rows have no encoder.
+* Oracle gap by FSS bin: every distinct FSS value is a bin with hard scoring (FSS takes the values
+  j/|M|, the paper's quantisation); with soft or circular scoring, bins of width 0.1.
+* The MaxProb vs MinProb bars show the model-average rows (Fig. 2) and, second, every model.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tempcore._version import __version__
+from tempcore.report import plots
+
+CATEGORY_ORDER = ("trivial", "frame_agnostic", "temporally_grounded", "visual_bias", "incomplete")
+
+
+@dataclass
+class TableItem:
+    """One table of the report, or the reason it is missing (``table is None``)."""
+
+    key: str
+    title: str
+    table: Any = None  # ResultTable (name, title, columns, rows, notes, percent, meta)
+    unavailable: str | None = None
+    failed: bool = False
+
+
+@dataclass
+class FigureItem:
+    key: str
+    title: str
+    svg: str
+    caption: str = ""
+
+
+@dataclass
+class Section:
+    key: str
+    title: str
+    items: list[TableItem | FigureItem] = field(default_factory=list)
+    intro: str = ""
+
+
+@dataclass
+class Report:
+    """Everything :mod:`tempcore.report.markdown` and :mod:`tempcore.report.html` render."""
+
+    title: str
+    created: str
+    params: dict[str, Any]
+    inputs: dict[str, Any]
+    diagnosis: Any
+    sections: list[Section]
+    browser: Any = None  # BrowserData
+
+    @property
+    def tables(self) -> list[TableItem]:
+        return [i for s in self.sections for i in s.items if isinstance(i, TableItem)]
+
+    @property
+    def figures(self) -> list[FigureItem]:
+        return [i for s in self.sections for i in s.items if isinstance(i, FigureItem)]
+
+
+# --- what the predictions hold ------------------------------------------------------------------
+
+
+@dataclass
+class Facts:
+    """What the predictions table holds, for deciding which analyses can run."""
+
+    pairs: set[tuple[str, str]]  # (strategy, mode)
+    maxprob_k: dict[str, list[int]]  # mode -> K values of MaxProb rows
+    maxprob_encoders: dict[str, list[str]]
+    columns: set[str]
+    models: list[str]
+
+    @classmethod
+    def of(cls, table: Any) -> Facts:
+        import pyarrow.compute as pc
+
+        pairs = {(str(r["strategy"]), str(r["mode"]))
+                 for r in table.select(["strategy", "mode"]).group_by(["strategy", "mode"]).aggregate([]).to_pylist()}
+        mp = table.filter(pc.fill_null(pc.equal(table.column("strategy"), "maxprob"), False))
+        ks: dict[str, list[int]] = {}
+        encs: dict[str, list[str]] = {}
+        for mode in {m for s, m in pairs if s == "maxprob"}:
+            sub = mp.filter(pc.fill_null(pc.equal(mp.column("mode"), mode), False))
+            ks[mode] = sorted(pc.unique(sub.column("k")).drop_null().to_pylist())
+            if "encoder" in table.column_names:
+                encs[mode] = sorted(pc.unique(sub.column("encoder")).drop_null().to_pylist())
+        models = sorted(pc.unique(table.column("model")).to_pylist())
+        return cls(pairs, ks, encs, set(table.column_names), models)
+
+    def has(self, strategy: str, mode: str | None = None) -> bool:
+        return any(s == strategy and (mode is None or m == mode) for s, m in self.pairs)
+
+
+@dataclass
+class Context:
+    """Inputs of the analyses."""
+
+    table: Any
+    enc: Any
+    diagnosis: Any
+    facts: Facts
+    fss_mode: str
+    scoring: str
+    k: int | None = None
+    encoder: str | None = None
+    models: Sequence[str] | None = None
+    ratings: Any = None
+    external: Any = None
+    text_models: Sequence[str] = ()
+    same_backbone: Sequence[tuple[str, str]] = ()
+    n_boot: int = 2000
+    seed: int = 0
+
+    @property
+    def score_filters(self) -> dict[str, Any]:
+        return {k: v for k, v in (("k", self.k), ("encoder", self.encoder)) if v is not None}
+
+    @property
+    def k_filter(self) -> dict[str, Any]:
+        return {} if self.k is None else {"k": self.k}
+
+    def ablation_mode(self, what: dict[str, list[Any]]) -> str | None:
+        """Q-mode (the paper's Tables 12 and 18) when it has two or more values, else the FSS mode."""
+        for mode in ("q", self.fss_mode):
+            if len(what.get(mode, [])) >= 2:
+                return mode
+        return None
+
+
+Needs = Callable[[Context], str | None]  # None when the analysis can run, else what it needs
+Run = Callable[[Context], Any]
+
+
+def _needs_pairs(*pairs: tuple[str, str | None]) -> Needs:
+    def check(ctx: Context) -> str | None:
+        missing = [f"{s}" + (f" ({m}-mode)" if m else "") for s, m in pairs if not ctx.facts.has(s, m)]
+        return None if not missing else "needs " + " and ".join(missing) + " predictions"
+
+    return check
+
+
+def _needs_oracle(ctx: Context) -> str | None:
+    return _needs_pairs(("oracle", None), ("uniform", None))(ctx)
+
+
+def _catalogue() -> list[tuple[str, str, str, Needs, Run]]:
+    """(section, key, title, needs, run) for every analysis, in report order."""
+    from tempcore.diagnostics import accuracy as acc
+    from tempcore.diagnostics import analyses as an
+
+    def fss_pairs(ctx: Context) -> str | None:
+        return _needs_pairs(("maxprob", ctx.fss_mode), ("minprob", ctx.fss_mode))(ctx)
+
+    def k_needs(ctx: Context) -> str | None:
+        return None if ctx.ablation_mode(ctx.facts.maxprob_k) else "needs MaxProb predictions at two or more K"
+
+    def enc_needs(ctx: Context) -> str | None:
+        return None if ctx.ablation_mode(ctx.facts.maxprob_encoders) else \
+            "needs MaxProb predictions with two or more encoders"
+
+    def coverage_needs(ctx: Context) -> str | None:
+        return None if "n_frames" in ctx.facts.columns else \
+            "needs an n_frames column (the number of scored frames L per sample)"
+
+    def ratings_needs(ctx: Context) -> str | None:
+        return None if ctx.ratings is not None else "needs human ratings (--ratings FILE)"
+
+    def external_needs(ctx: Context) -> str | None:
+        return None if ctx.external is not None else "needs external benchmark scores (--external-scores FILE)"
+
+    def text_needs(ctx: Context) -> str | None:
+        if not ctx.text_models:
+            return "needs text-only LLMs among the models (--text-models NAME ...)"
+        return _needs_pairs(("noframe", None))(ctx)
+
+    def backbone_needs(ctx: Context) -> str | None:
+        return None if ctx.same_backbone else "needs a text-only LLM and its VLM (--same-backbone TEXT=VLM)"
+
+    def coverage(ctx: Context) -> Any:
+        k = ctx.k
+        if k is None:
+            ks = ctx.facts.maxprob_k.get(ctx.fss_mode, [])
+            if len(ks) != 1:
+                raise an.AnalysisError(f"MaxProb rows have K values {ks}; choose one with --k")
+            k = ks[0]
+        return an.abs_fss_by_coverage(ctx.diagnosis, an.frame_counts_from_table(ctx.table), k=k)
+
+    def backbone(ctx: Context) -> Any:
+        tables = [an.same_backbone_control(ctx.enc, text_model=t, vlm_model=v, n_boot=ctx.n_boot, seed=ctx.seed)
+                  for t, v in ctx.same_backbone]
+        if len(tables) == 1:
+            return tables[0]
+        first = tables[0]
+        first.rows = [{"pair": f"{t} / {v}", **r} for (t, v), tb in zip(ctx.same_backbone, tables) for r in tb.rows]
+        first.columns = ["pair", *first.columns]
+        first.title = "Same-backbone controls (Table 16)"
+        return first
+
+    def b(ctx: Context) -> dict[str, Any]:
+        return {"n_boot": ctx.n_boot, "seed": ctx.seed}
+
+    profiles = "profiles"
+    accuracy = "accuracy"
+    oracle = "oracle"
+    sweeps = "sweeps"
+    validation = "validation"
+    return [
+        (profiles, "benchmark_profiles", "Benchmark quality profiles (Table 4)", lambda c: None,
+         lambda c: an.benchmark_profiles(c.diagnosis)),
+        (profiles, "key_antikey_fractions", "Key / Anti-key fractions (Table 3)", lambda c: None,
+         lambda c: an.key_antikey_fractions(c.diagnosis)),
+        (profiles, "lis_fss_spearman", "LIS–FSS Spearman correlation (§7.1)", lambda c: None,
+         lambda c: an.lis_fss_spearman(c.diagnosis)),
+        (accuracy, "accuracy", "Accuracy per model x condition with Wilson 95% intervals", lambda c: None,
+         lambda c: acc.accuracy_table(c.table, models=c.models)),
+        (accuracy, "maxprob_vs_minprob", "MaxProb vs MinProb (Fig. 2, Table 21)", fss_pairs,
+         lambda c: an.maxprob_vs_minprob(c.enc, mode=c.fss_mode, filters=c.score_filters, models=c.models, **b(c))),
+        (accuracy, "q_vs_qa_maxprob", "MaxProb accuracy, Q-mode vs QA-mode (Tables 1, 20)",
+         _needs_pairs(("maxprob", "q"), ("maxprob", "qa")),
+         lambda c: an.q_vs_qa_maxprob(c.enc, filters=c.score_filters, models=c.models, **b(c))),
+        (accuracy, "strategy_baselines", "Random and Uniform baselines (Table 17)",
+         lambda c: _needs_pairs(("maxprob", c.fss_mode), ("random", None), ("uniform", None),
+                                ("minprob", c.fss_mode))(c),
+         lambda c: an.strategy_baselines(c.enc, mode=c.fss_mode, filters=c.k_filter, models=c.models, **b(c))),
+        (accuracy, "k_ablation", "Frame budget K ablation (Table 12)", k_needs,
+         lambda c: an.k_ablation(c.enc, mode=c.ablation_mode(c.facts.maxprob_k) or "q",
+                                 filters={} if c.encoder is None else {"encoder": c.encoder}, models=c.models,
+                                 **b(c))),
+        (accuracy, "encoder_comparison", "Encoder comparison (Table 18)", enc_needs,
+         lambda c: an.encoder_comparison(c.enc, mode=c.ablation_mode(c.facts.maxprob_encoders) or "q",
+                                         filters=c.k_filter, models=c.models, **b(c))),
+        (oracle, "uniform_vs_oracle", "Uniform vs window oracle (Table 22, Fig. 3)", _needs_oracle,
+         lambda c: an.uniform_vs_oracle(c.enc, filters=c.k_filter, models=c.models, **b(c))),
+        (oracle, "oracle_gap_by_fss_category", "Oracle gap by FSS category (Table 2)", _needs_oracle,
+         lambda c: an.oracle_gap_by_fss_category(c.enc, c.diagnosis, models=c.models, **b(c))),
+        (oracle, "oracle_gap_by_fss_bin", "Oracle gap by FSS bin (Figs. 6, 9)", _needs_oracle,
+         lambda c: an.oracle_gap_by_fss_bin(c.enc, c.diagnosis, bin_width=None if c.scoring == "hard" else 0.1,
+                                            models=c.models)),
+        (oracle, "oracle_gap_vs_abs_fss", "Oracle gap against |FSS| (Fig. 10)", _needs_oracle,
+         lambda c: an.oracle_gap_vs_abs_fss(c.enc, c.diagnosis, models=c.models)),
+        (oracle, "correct_window_centroids", "Correct-window centroids (Table 7)", _needs_pairs(("oracle", None)),
+         lambda c: an.correct_window_centroids(c.enc, c.diagnosis, models=c.models)),
+        (sweeps, "tau_sweep", "tau sweep", lambda c: None,
+         lambda c: an.threshold_sweep(c.diagnosis, taus=an.DEFAULT_TAUS)),
+        (sweeps, "lambda_sweep", "lambda sweep", lambda c: None,
+         lambda c: an.threshold_sweep(c.diagnosis, taus=[float(c.diagnosis.params.get("tau", 0.15))],
+                                      lambdas=an.DEFAULT_LAMBDAS)),
+        (sweeps, "abs_fss_by_coverage", "|FSS| by frame coverage K/L (Table 14)", coverage_needs, coverage),
+        (validation, "human_metric_correlations", "Metric correlations with human scores (Table 8)", ratings_needs,
+         lambda c: an.human_metric_correlations(c.diagnosis, c.ratings)),
+        (validation, "human_scores_by_category", "Human scores by FSS category (Table 9)", ratings_needs,
+         lambda c: an.human_scores_by_category(c.diagnosis, c.ratings)),
+        (validation, "human_category_tests", "Mann–Whitney tests against Non-key (§B.2)", ratings_needs,
+         lambda c: an.human_category_tests(c.diagnosis, c.ratings)),
+        (validation, "human_tau_sweep", "tau sweep against human labels (Table 10)", ratings_needs,
+         lambda c: an.human_tau_sweep(c.diagnosis, c.ratings)),
+        (validation, "external_ranking_correlation", "Key vs Non-key ranking vs external benchmarks (Table 11)",
+         external_needs,
+         lambda c: an.external_ranking_correlation(c.enc, c.diagnosis, c.external,
+                                                   condition=an.Cond("maxprob", c.fss_mode, c.score_filters),
+                                                   models=c.models)),
+        (validation, "text_only_probe", "Text-only contamination probe (Table 15)", text_needs,
+         lambda c: an.text_only_probe(c.enc, vlm_models=[m for m in c.facts.models if m not in c.text_models],
+                                      text_models=list(c.text_models), **b(c))),
+        (validation, "same_backbone_control", "Same-backbone control (Table 16)", backbone_needs, backbone),
+    ]
+
+
+SECTIONS = (
+    ("profiles", "Benchmark quality profiles",
+     "FSS (MaxProb vs MinProb), LIS (no-frame), the FSS categories and the LIS x FSS taxonomy with TPI."),
+    ("accuracy", "Accuracy", "Accuracy per model and condition, and the paper's strategy comparisons."),
+    ("oracle", "Oracle gap", "Window-oracle vs uniform sampling, and how the gap depends on FSS."),
+    ("sweeps", "Threshold sweeps and frame coverage", ""),
+    ("validation", "Validation and contamination probes", "Analyses that need inputs beyond the predictions."),
+)
+
+
+def run_analyses(ctx: Context) -> dict[str, TableItem]:
+    """Every catalogue entry as a TableItem (a table, or why it is not there)."""
+    from tempcore.errors import TempcoreError
+
+    out: dict[str, TableItem] = {}
+    for _, key, title, needs, run in _catalogue():
+        reason = needs(ctx)
+        if reason:
+            out[key] = TableItem(key, title, unavailable=reason)
+            continue
+        try:
+            table = run(ctx)
+        except (TempcoreError, ValueError, KeyError) as exc:
+            out[key] = TableItem(key, title, unavailable=f"failed: {exc}", failed=True)
+            continue
+        if not table.rows:
+            out[key] = TableItem(key, title, table=table, unavailable="no rows (no sample has the results it needs)")
+            continue
+        out[key] = TableItem(key, title, table=table)
+    return out
+
+
+# --- figures ------------------------------------------------------------------------------------
+
+
+def _fss_edges() -> list[float]:
+    return [round(-1.05 + 0.1 * i, 2) for i in range(22)]
+
+
+def fss_histograms(diagnosis: Any, tau: float, standalone: bool = False) -> list[FigureItem]:
+    """One FSS histogram per benchmark (and all together when there are several), ``±tau`` lines."""
+    import numpy as np
+
+    from tempcore.diagnostics import fss_categories
+
+    benches = sorted(diagnosis.benchmarks)
+    groups = [(b, np.asarray(diagnosis.benchmark) == b) for b in benches]
+    if len(benches) > 1:
+        groups.append(("all benchmarks", np.ones(len(diagnosis.benchmark), dtype=bool)))
+
+    def classify(x: float) -> str:
+        return str(fss_categories(np.array([x]), tau)[0])
+
+    out = []
+    for name, sel in groups:
+        values = [float(v) for v in np.asarray(diagnosis.fss, dtype=float)[sel] if not math.isnan(v)]
+        svg = plots.histogram(values, edges=_fss_edges(), title=f"FSS distribution: {name}", xlabel="FSS",
+                              ref_lines=(-tau, tau), classify=classify, standalone=standalone)
+        out.append(FigureItem(f"fss_hist_{name}", f"FSS distribution: {name}", svg,
+                              f"{len(values)} samples with an FSS; bins of width 0.1 centred on multiples of 0.1; "
+                              f"dashed lines at FSS = ±{tau:g}"))
+    return out
+
+
+def lis_fss_scatters(diagnosis: Any, tau: float, lam: float, standalone: bool = False) -> list[FigureItem]:
+    """One LIS–FSS scatter per benchmark, category colours, lines at LIS = lambda and FSS = ±tau."""
+    out = []
+    for bench in sorted(diagnosis.benchmarks):
+        pts = [(float(li), float(f), str(c)) for b, f, li, c in zip(diagnosis.benchmark, diagnosis.fss, diagnosis.lis,
+                                                                   diagnosis.category)
+               if b == bench and not (math.isnan(f) or math.isnan(li))]
+        grid = 0.01 if len(pts) <= 20000 else 0.02
+        svg = plots.scatter(pts, title=f"LIS vs FSS: {bench}", xlabel="LIS", ylabel="FSS", vlines=(lam,),
+                            hlines=(-tau, tau), grid=grid, standalone=standalone)
+        out.append(FigureItem(f"scatter_{bench}", f"LIS vs FSS: {bench}", svg,
+                              f"{len(pts)} complete samples; dashed lines at LIS = {lam:g} and FSS = ±{tau:g}; "
+                              f"samples at the same point ({grid:g} grid) share one circle, area grows with count"))
+    return out
+
+
+def oracle_gap_figure(item: TableItem, standalone: bool = False) -> FigureItem | None:
+    if item.table is None or not item.table.rows:
+        return None
+    series: dict[str, list[tuple[float, float | None, float | None]]] = {}
+    for r in item.table.rows:
+        name = "all benchmarks (mean ± SD)" if r["benchmark"] == "all" else str(r["benchmark"])
+        band = r.get("gap_sd") if r["benchmark"] == "all" else None
+        series.setdefault(name, []).append((float(r["fss_bin"]), 100 * float(r["gap"]),
+                                            None if band is None else 100 * float(band)))
+    svg = plots.line_plot(series, title="Oracle gap by FSS bin", xlabel="FSS bin",
+                          ylabel="oracle gap (pp)", x_range=(-1.0, 1.0), standalone=standalone)
+    return FigureItem("oracle_gap_by_fss_bin_plot", "Oracle gap by FSS bin", svg,
+                      "mean per-sample oracle gap (oracle - uniform, percentage points) per FSS bin; "
+                      + "; ".join(item.table.notes))
+
+
+def maxprob_minprob_figures(item: TableItem, standalone: bool = False) -> list[FigureItem]:
+    if item.table is None or not item.table.rows:
+        return []
+    out = []
+    mean_rows = [r for r in item.table.rows if r.get("level") == "mean"]
+    model_rows = [r for r in item.table.rows if r.get("level") == "model"]
+    for rows, label, key in ((mean_rows, "model average per benchmark", "mean"),
+                             (model_rows, "per model and benchmark", "model")):
+        if not rows:
+            continue
+        groups = [str(r["benchmark"]) if key == "mean" else f"{r['benchmark']} / {r['model']}" for r in rows]
+        series = {"MaxProb": [r.get("acc_maxprob") for r in rows], "MinProb": [r.get("acc_minprob") for r in rows]}
+        svg = plots.grouped_bars(groups, series, title=f"MaxProb vs MinProb accuracy ({label})",
+                                 ylabel="accuracy (%)", percent=True, y_range=(0.0, 100.0), standalone=standalone)
+        out.append(FigureItem(f"maxprob_minprob_{key}", f"MaxProb vs MinProb ({label})", svg,
+                              "accuracy on the samples with both results (paired); " + "; ".join(item.table.notes)))
+    return out
+
+
+# --- assembling ---------------------------------------------------------------------------------
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def build_report(
+    table: Any,
+    *,
+    samples_by_benchmark: Mapping[str, Any] | None = None,
+    video_roots: Mapping[str, Any] | None = None,
+    tau: float = 0.15,
+    lam: float = 0.5,
+    fss_mode: str = "qa",
+    scoring: str = "hard",
+    models: Sequence[str] | None = None,
+    k: int | None = None,
+    encoder: str | None = None,
+    ratings: Any = None,
+    external: Any = None,
+    text_models: Sequence[str] = (),
+    same_backbone: Sequence[tuple[str, str]] = (),
+    max_samples: int = 200,
+    seed: int = 0,
+    thumbnails: bool = True,
+    thumb_width: int = 80,
+    max_thumbnail_samples: int = 40,
+    n_boot: int = 2000,
+    inputs: Mapping[str, Any] | None = None,
+    title: str = "TempCore report",
+    created: str | None = None,
+) -> Report:
+    """Diagnose ``table`` (a tidy predictions table) and gather every table, figure and the browser.
+
+    ``samples_by_benchmark`` maps benchmark names to their samples (a LoadResult or a sequence of
+    Samples): the browser shows their questions and options, and their videos (resolved against
+    ``video_roots[name]``, else the LoadResult's root) give the frame thumbnails.
+    """
+    from tempcore.diagnostics import EncodedPredictions, diagnose
+    from tempcore.report.browser import build_browser
+
+    enc = EncodedPredictions.from_table(table)
+    filters = {"k": k, "encoder": encoder}
+    diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
+                         filters=filters, noframe_filters={})
+    ctx = Context(table, enc, diagnosis, Facts.of(table), fss_mode, scoring, k, encoder, models, ratings,
+                  external, tuple(text_models), tuple(same_backbone), n_boot, seed)
+    items = run_analyses(ctx)
+    sections = {key: Section(key, name, intro=intro) for key, name, intro in SECTIONS}
+    for section, key, _, _, _ in _catalogue():
+        sections[section].items.append(items[key])
+    prof = sections["profiles"].items
+    prof[3:3] = [*fss_histograms(diagnosis, tau), *lis_fss_scatters(diagnosis, tau, lam)]
+    acc_items = sections["accuracy"].items
+    pos = next(i for i, it in enumerate(acc_items) if it.key == "maxprob_vs_minprob") + 1
+    acc_items[pos:pos] = maxprob_minprob_figures(items["maxprob_vs_minprob"])
+    gap_fig = oracle_gap_figure(items["oracle_gap_by_fss_bin"])
+    if gap_fig is not None:
+        o = sections["oracle"].items
+        pos = next(i for i, it in enumerate(o) if it.key == "oracle_gap_by_fss_bin") + 1
+        o.insert(pos, gap_fig)
+    samples = {}
+    roots: dict[str, Any] = {}
+    for name, value in (samples_by_benchmark or {}).items():
+        samples[name] = list(getattr(value, "samples", value))
+        root = getattr(value, "video_root", None)
+        if root is not None:
+            roots[name] = root
+    roots.update({k_: v for k_, v in (video_roots or {}).items() if v is not None})
+    browser = build_browser(table, diagnosis, samples, roots, max_samples=max_samples, seed=seed,
+                            thumbnails_enabled=thumbnails, thumb_width=thumb_width,
+                            max_thumbnail_samples=max_thumbnail_samples)
+    params = {"tau": tau, "lambda": lam, "fss_mode": fss_mode, "scoring": scoring,
+              "models": list(models) if models else "all", "k": k, "encoder": encoder,
+              "bootstrap": n_boot, "seed": seed, "max_samples": max_samples,
+              "max_thumbnail_samples": max_thumbnail_samples if thumbnails else 0}
+    info = {"tempcore_version": __version__, "rows": table.num_rows, "models": ctx.facts.models,
+            "benchmarks": sorted(diagnosis.benchmarks), **dict(inputs or {})}
+    return Report(title, created or _now(), params, info, diagnosis, list(sections.values()), browser)
+
+
+def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = True) -> list[Path]:
+    """Write ``report.md`` (with its figures as ``plots/*.svg``) and the self-contained ``report.html``."""
+    from tempcore.report.html import render_html
+    from tempcore.report.markdown import render_markdown
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    figure_files: dict[str, str] = {}
+    if plots_folder and report.figures:
+        folder = out / "plots"
+        folder.mkdir(exist_ok=True)
+        for i, fig in enumerate(report.figures):
+            name = f"{i:02d}_{_safe(fig.key)}.svg"
+            svg = fig.svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)
+            (folder / name).write_text(svg, encoding="utf-8")
+            figure_files[fig.key] = f"plots/{name}"
+            written.append(folder / name)
+    md = out / "report.md"
+    md.write_text(render_markdown(report, figure_files), encoding="utf-8")
+    html_path = out / "report.html"
+    html_path.write_text(render_html(report), encoding="utf-8")
+    return [md, html_path, *written]
+
+
+def _safe(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
+
+
+__all__ = ["FigureItem", "Report", "Section", "TableItem", "build_report", "run_analyses", "write_report"]

@@ -1,0 +1,97 @@
+"""The Markdown report: every table, links to the figures (``plots/*.svg``), what is not available.
+
+Benchmark and model text is HTML-escaped (``<`` ``>`` ``&``) and table pipes are escaped, so a
+name like ``<script>`` or ``a|b`` renders as text in any Markdown viewer and never breaks a table.
+The sample browser lives in ``report.html`` only; the Markdown says how many samples it holds.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tempcore.report.build import FigureItem, Report, TableItem
+from tempcore.report.format import cell, header, is_numeric
+
+
+def md_text(value: Any) -> str:
+    """Text safe inside a Markdown table cell or paragraph."""
+    return html.escape(str(value), quote=False).replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+
+
+def md_table(table: Any) -> str:
+    columns = list(table.columns)
+    percent = tuple(getattr(table, "percent", ()) or ())
+    rows = list(table.rows)
+    head = "| " + " | ".join(md_text(header(c, percent)) for c in columns) + " |"
+    align = "|" + "|".join("---:" if is_numeric(rows, c) else ":---" for c in columns) + "|"
+    body = ["| " + " | ".join(md_text(cell(c, r.get(c), percent)) for c in columns) + " |" for r in rows]
+    return "\n".join([head, align, *body])
+
+
+def _table_item(item: TableItem) -> list[str]:
+    out = [f"### {md_text(item.title)}", ""]
+    if item.table is None or not item.table.rows:
+        out += [f"*Not available: {md_text(item.unavailable or 'no rows')}.*", ""]
+        return out
+    out += [md_table(item.table), ""]
+    notes = list(item.table.notes)
+    meta = {k: v for k, v in (item.table.meta or {}).items() if v not in ({}, None, 0)}
+    if meta:
+        notes.append("details: " + json.dumps(meta, default=str, sort_keys=True))
+    out += [f"- {md_text(n)}" for n in notes]
+    return out + ([""] if notes else [])
+
+
+def render_markdown(report: Report, figure_files: Mapping[str, str] | None = None) -> str:
+    """The report as Markdown; ``figure_files`` maps figure keys to the SVG files written beside it."""
+    files = dict(figure_files or {})
+    p = report.params
+    lines = [
+        f"# {md_text(report.title)}",
+        "",
+        f"Created {md_text(report.created)} by tempcore {md_text(report.inputs.get('tempcore_version', ''))}. "
+        f"tau = {p['tau']:g}, lambda = {p['lambda']:g}, FSS mode = {md_text(p['fss_mode'])}, "
+        f"scoring = {md_text(p['scoring'])}.",
+        "",
+        "## Inputs and parameters",
+        "",
+    ]
+    for key, value in {**report.inputs, **{f"param {k}": v for k, v in p.items()}}.items():
+        shown = json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list)) else value
+        lines.append(f"- {md_text(key)}: {md_text(shown)}")
+    lines.append("")
+    unavailable = []
+    for section in report.sections:
+        lines += [f"## {md_text(section.title)}", ""]
+        if section.intro:
+            lines += [md_text(section.intro), ""]
+        for item in section.items:
+            if isinstance(item, TableItem):
+                lines += _table_item(item)
+                if item.table is None or not item.table.rows:
+                    unavailable.append(item)
+            elif isinstance(item, FigureItem):
+                if item.key in files:
+                    lines += [f"![{md_text(item.title)}]({files[item.key]})", ""]
+                else:
+                    lines += [f"*Figure: {md_text(item.title)} (in report.html).*", ""]
+                lines += [f"*{md_text(item.caption)}*", ""] if item.caption else []
+    browser = report.browser
+    lines += ["## Sample browser", ""]
+    if browser is not None:
+        lines += [f"`report.html` holds a browser of {len(browser.rows)} samples (question, options, every "
+                  "model's answer under every condition, MaxProb / MinProb frames), filterable by category "
+                  "and benchmark.", ""]
+        lines += [f"- {md_text(n)}" for n in browser.notes]
+        lines.append("")
+    if unavailable:
+        lines += ["## Not available", ""]
+        lines += [f"- {md_text(i.title)}: {md_text(i.unavailable)}" for i in unavailable]
+        lines.append("")
+    return "\n".join(lines)
+
+
+__all__ = ["md_table", "md_text", "render_markdown"]
