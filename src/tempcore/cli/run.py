@@ -1,0 +1,51 @@
+"""``tempcore run``: the audit — benchmarks x models x conditions into a resumable run store."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="answer benchmarks x models x conditions into a resumable run store",
+        description="Plan every (sample, model, condition) of a run configuration, skip what the run store "
+        "already holds, and answer the rest. Safe to interrupt: rerun the same command to resume.",
+    )
+    p.add_argument("--config", required=True, type=Path, help="run configuration (YAML)")
+    p.add_argument("--dry-run", action="store_true", help="print the plan and the number of calls; call no model")
+    p.add_argument("--limit", type=int, help="only the first N samples of each benchmark (a quick try)")
+    p.add_argument("--out", help="run folder (overrides the configuration's 'out')")
+    p.add_argument("--shard", help="I/N: only shard I of N (stable hash of the sample ids), to split a run")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object at the end")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from tempcore.config import load_config
+    from tempcore.runner import RunError
+    from tempcore.runner import run as run_config
+
+    cfg = load_config(args.config)
+    if args.out:
+        cfg = dataclasses.replace(cfg, out=args.out)
+    shard = None
+    if args.shard:
+        try:
+            i, n = (int(x) for x in args.shard.split("/"))
+        except ValueError:
+            raise RunError(f"--shard takes I/N (e.g. 0/4), not {args.shard!r}") from None
+        shard = (i, n)
+    log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
+    summary = run_config(cfg, dry_run=args.dry_run, limit=args.limit, shard=shard, progress=not args.no_progress,
+                         log=log)
+    if args.json:
+        json.dump(summary.to_json(), sys.stdout)
+        sys.stdout.write("\n")
+    return 0
