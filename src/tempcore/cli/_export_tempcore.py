@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._common import add_diagnosis_arguments, diagnose_args
 from tempcore.errors import TempcoreError
 
 
@@ -120,25 +121,6 @@ def load_sources(args: argparse.Namespace) -> dict[str, Any]:
             print(f"skipped invalid row: {bad}")
         out[name] = result
     return out
-
-
-def add_diagnosis_arguments(p: argparse.ArgumentParser) -> None:
-    """The diagnosis parameters, as ``tempcore diagnose`` has them."""
-    p.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
-    p.add_argument("--lambda", dest="lam", type=float, default=0.5, help="LIS threshold (default 0.5)")
-    p.add_argument("--fss-mode", choices=("q", "qa"), default="qa", help="text mode of MaxProb/MinProb (default qa)")
-    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default="hard",
-                   help="hard: the paper's 0/1; soft: p(correct option); circular: 0/1 averaged over rotations")
-    p.add_argument("--models", nargs="+", help="restrict the model panel")
-    p.add_argument("--k", type=int, help="frame budget of the MaxProb/MinProb rows, if the table has several")
-    p.add_argument("--encoder", help="encoder of the MaxProb/MinProb rows, if the table has several")
-
-
-def diagnose_args(table: Any, args: argparse.Namespace) -> Any:
-    from tempcore.diagnostics import diagnose
-
-    return diagnose(table, tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring,
-                    models=args.models, filters={"k": args.k, "encoder": args.encoder}, noframe_filters={})
 
 
 def register_export(sub: argparse._SubParsersAction) -> None:

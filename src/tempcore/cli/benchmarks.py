@@ -6,6 +6,8 @@ import argparse
 import json
 from typing import Any
 
+from tempcore.cli._common import parse_key_values
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -64,18 +66,6 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parse_options(pairs: list[str]) -> dict[str, str]:
-    from tempcore.benchmarks import BenchmarkOptionError
-
-    options: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise BenchmarkOptionError(f"--option expects KEY=VALUE, not {pair!r}")
-        options[key.strip()] = value
-    return options
-
-
 def _inspect(args: argparse.Namespace) -> int:
     from tempcore.benchmarks import load_benchmark, preflight
     from tempcore.benchmarks.summary import render_text, summarize
@@ -85,7 +75,7 @@ def _inspect(args: argparse.Namespace) -> int:
         args.annotations,
         video_root=args.video_root,
         skip_invalid=args.skip_invalid,
-        **_parse_options(args.option),
+        **parse_key_values(args.option),
     )
     missing = preflight(result.samples, result.video_root) if args.video_root is not None else None
     summary = summarize(result, missing, cap=max(0, args.max_list))

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tempcore.cli._common import add_diagnosis_arguments, diagnose_args
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -16,29 +18,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(no-frame), the FSS x LIS taxonomy and the Temporal Purity Index per benchmark.",
     )
     p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
-    p.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
-    p.add_argument("--lambda", dest="lam", type=float, default=0.5, help="LIS threshold (default 0.5)")
-    p.add_argument("--fss-mode", choices=("q", "qa"), default="qa", help="text mode of MaxProb/MinProb (default qa)")
-    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default="hard",
-                   help="hard: the paper's 0/1; soft: p(correct option); circular: 0/1 averaged over rotations")
-    p.add_argument("--models", nargs="+", help="restrict the model panel")
-    p.add_argument("--k", type=int, help="frame budget of the rows used, if the table has several")
-    p.add_argument("--noframe-k", type=int, help="frame budget of the no-frame rows, when it differs from --k")
-    p.add_argument("--encoder", help="encoder of the MaxProb/MinProb rows, if the table has several")
+    add_diagnosis_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.diagnostics import diagnose
     from tempcore.tidy import read_predictions
 
-    table = read_predictions(args.predictions)
-    filters = {"k": args.k, "encoder": args.encoder}
-    noframe_k = args.noframe_k if args.noframe_k is not None else args.k
-    d = diagnose(table, tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring,
-                 models=args.models, filters=filters, noframe_filters={"k": noframe_k})
+    d = diagnose_args(read_predictions(args.predictions), args)
     result = d.to_json()
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,8 @@ class ReportInputError(TempcoreError):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from tempcore.cli._export_tempcore import add_benchmark_arguments, add_diagnosis_arguments
+    from tempcore.cli._common import add_diagnosis_arguments
+    from tempcore.cli._export_tempcore import add_benchmark_arguments
 
     p = sub.add_parser(
         "report",

@@ -40,6 +40,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
+from tempcore.cli._common import parse_key_values
+
 
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
@@ -91,18 +93,6 @@ def register(subparsers: Any) -> None:
     p.set_defaults(func=score_command)
 
 
-def _options(pairs: list[str]) -> dict[str, str]:
-    from tempcore.benchmarks import BenchmarkOptionError
-
-    out: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise BenchmarkOptionError(f"--option expects KEY=VALUE, not {pair!r}")
-        out[key.strip()] = value
-    return out
-
-
 @contextmanager
 def _output(path: str) -> Iterator[IO[str]]:
     if path == "-":
@@ -135,7 +125,7 @@ def score_command(args: argparse.Namespace) -> int:
         args.annotations,
         video_root=args.video_root,
         skip_invalid=args.skip_invalid,
-        **_options(args.option),
+        **parse_key_values(args.option),
     )
     samples = result.samples if args.limit is None else result.samples[: args.limit]
     video_root = result.video_root if result.video_root is not None else args.video_root
