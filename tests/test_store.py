@@ -470,3 +470,32 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
 
 if __name__ == "__main__":
     _writer_main(sys.argv[1:])
+
+
+def _open_at_once(path: str, barrier: object, result_queue: object) -> None:
+    try:
+        barrier.wait(timeout=60)
+        with RunStore(path) as s:
+            s.start_run({"opener": os.getpid()})
+        result_queue.put(None)
+    except BaseException as exc:  # report anything to the parent
+        result_queue.put(repr(exc))
+
+
+def test_many_processes_create_one_new_store_at_the_same_moment(tmp_path: Path) -> None:
+    """Creating a store switches it to WAL, which SQLite may refuse at once while another process
+    does the same; every opener must still succeed."""
+    ctx = multiprocessing.get_context("spawn")
+    for trial in range(3):
+        path = str(tmp_path / f"t{trial}" / "store.sqlite")
+        barrier = ctx.Barrier(6)
+        queue = ctx.Queue()
+        procs = [ctx.Process(target=_open_at_once, args=(path, barrier, queue)) for _ in range(6)]
+        for p in procs:
+            p.start()
+        errors = [queue.get(timeout=120) for _ in procs]
+        for p in procs:
+            p.join(timeout=30)
+        assert errors == [None] * 6
+        with RunStore(path) as s:
+            assert len(s.runs()) == 6 and s.integrity_check() == "ok"

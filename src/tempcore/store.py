@@ -50,6 +50,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -337,7 +338,18 @@ class RunStore:
             raise StoreError(f"{self.path}: cannot open: {exc}") from exc
         try:
             self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            # Switching a new file to WAL takes an exclusive lock and SQLite may answer "database is
+            # locked" at once, without its busy handler, when another process opens it at the same
+            # moment: retry until the busy timeout.
+            deadline = time.monotonic() + busy_timeout_s
+            while True:
+                try:
+                    mode = self._conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+                    break
+                except sqlite3.OperationalError as exc:
+                    if "locked" not in str(exc) and "busy" not in str(exc) or time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.01)
             if str(mode).lower() != "wal":
                 raise StoreError(f"{self.path}: cannot switch to WAL journal mode (got {mode!r})")
             self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
