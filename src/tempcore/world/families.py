@@ -1,0 +1,304 @@
+"""Question families of the synthetic world, each with the TempCore category it plants.
+
+Every family asks about one element of a :class:`~tempcore.world.scene.Scene` and has four options,
+one correct. The correct option's position is chosen by the generator (balanced per family); the
+other options fill the remaining positions in a seeded random order. Why each planted category
+holds, in the terms of the paper's taxonomy (§7.1: Trivial if LIS <= lambda, else by FSS, with
+FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
+
+``anchor_colour`` -> frame_agnostic
+    "What colour is the square?" The square is visible in every frame with one colour, so *any*
+    frame set answers it: MaxProb and MinProb frames alike (FSS ~ 0). Its three distractors are
+    colours that appear nowhere in the video, and the four options are drawn from the same colour
+    pool for every question, so the text alone says nothing (no-frame accuracy ~ 1/4, LIS ~ 3/4).
+
+``circle_stayed`` -> frame_agnostic
+    "What happened to the yellow circle?", answer "it stayed the same throughout": the circle is
+    in every frame unchanged, so every frame set shows the same thing (FSS ~ 0). It shares its
+    question text and options with the two visual-bias families below, so the text prior over the
+    three answers that occur is uniform (no-frame accuracy ~ 1/3).
+
+``brief_colour`` -> temporally_grounded
+    "What colour was the triangle that appeared briefly?" The triangle is visible only inside a
+    1-3 s window at a random time (``window``). No object visible at any time of the video has a
+    colour among the options except the triangle itself (so no always-present object's attribute
+    appears among them). QA-mode text ("... triangle ... red") matches exactly the frames that show
+    the red triangle: MaxProb frames show it and answer the question; MinProb frames come from
+    seconds without it and show only colours that are not options, leaving chance (FSS ~ 3/4).
+    The video keeps at least ``k_max`` whole seconds outside the window, so K <= k_max MinProb
+    frames never need to enter it.
+
+``circle_left`` / ``circle_recoloured`` -> visual_bias
+    "What happened to the yellow circle?", answers "it left for a while" / "it changed colour for a
+    while": the circle is absent (or another colour) inside a 1-3 s window. The QA-mode text names
+    the *yellow circle*, so the frames most similar to it are exactly those that show the yellow
+    circle unchanged, i.e. the frames that hide the event: MaxProb frames look like
+    ``circle_stayed`` and mislead a model into "it stayed the same throughout". MinProb frames are
+    the least yellow-circle-like seconds, i.e. the window where it is gone or recoloured, next to
+    ordinary seconds: they show the change (FSS ~ -1). The video keeps at least ``k_max`` whole
+    seconds outside the window, so K <= k_max MaxProb frames never need to enter it.
+
+``shape_sides`` -> trivial (world knowledge)
+    "How many sides does a triangle have?" (three / four / five / six, for triangle, square,
+    pentagon, hexagon). The video is irrelevant; a text-only model answers it (LIS ~ 0).
+
+``anchor_colour_obvious`` -> trivial (one plausible option)
+    "What colour is the square?" with the square's colour and three options that are not colours
+    ("three", "yesterday", ...): the text alone picks the only colour (LIS ~ 0), and it is right.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tempcore.world.scene import COLOURS, Interval, Scene, SceneObject
+
+PLANTED_CATEGORIES = ("trivial", "frame_agnostic", "temporally_grounded", "visual_bias")
+"""The four categories of the paper's taxonomy, as :func:`tempcore.diagnostics.taxonomy` names them."""
+
+N_OPTIONS = 4
+
+HAPPENINGS = (
+    "it stayed the same throughout",
+    "it left for a while",
+    "it changed colour for a while",
+    "it grew bigger for a while",
+)
+"""Options of the circle families ("grew bigger" never happens: a fixed distractor)."""
+
+SIDES = {"triangle": "three", "square": "four", "pentagon": "five", "hexagon": "six"}
+NOT_COLOURS = (
+    "three",
+    "yesterday",
+    "loudly",
+    "on the left",
+    "a triangle",
+    "twice",
+    "nobody",
+    "upside down",
+    "a square",
+    "slowly",
+)
+"""Distractors of ``anchor_colour_obvious``: plainly not colours."""
+
+# which element of a scene a family asks about; a video hosts at most one question per slot
+SLOT_ANCHOR, SLOT_CIRCLE, SLOT_BRIEF, SLOT_TEXT = "anchor", "circle", "brief", "text"
+
+
+class FamilyError(ValueError):
+    """A family cannot be asked about a scene (names the family, the video and the reason)."""
+
+
+@dataclass(frozen=True)
+class Question:
+    """One generated question: text, options, the correct index and where its evidence lies."""
+
+    family: str
+    planted: str
+    question: str
+    options: tuple[str, ...]
+    answer: int
+    window: Interval | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A question family: its planted category, the scene slot it uses, and what it needs there.
+
+    ``circle_event``: the circle event the scene must have for this family (``none`` / ``absent`` /
+    ``recolour``), or None when the family does not ask about the circle. ``needs_brief``: the
+    scene must have a brief object.
+    """
+
+    name: str
+    planted: str
+    slot: str
+    make: Callable[[Scene, np.random.Generator, int], Question]
+    circle_event: str | None = None
+    needs_brief: bool = False
+    summary: str = ""
+
+
+def _place(correct: str, distractors: Sequence[str], position: int, rng: np.random.Generator) -> tuple[str, ...]:
+    """Options with ``correct`` at ``position`` and the distractors in a random order elsewhere."""
+    others = [distractors[i] for i in rng.permutation(len(distractors))]
+    return tuple(others[:position] + [correct] + others[position:])
+
+
+def _pick(pool: Sequence[str], n: int, rng: np.random.Generator) -> list[str]:
+    pool = sorted(pool)
+    if len(pool) < n:
+        raise FamilyError(f"need {n} distinct values, the pool has only {pool}")
+    return [pool[i] for i in rng.choice(len(pool), size=n, replace=False)]
+
+
+def _require(scene: Scene, role: str, family: str) -> SceneObject:
+    obj = scene.object(role)
+    if obj is None:
+        raise FamilyError(f"family {family}: video {scene.video_id} has no {role} object")
+    return obj
+
+
+def _anchor_colour(scene: Scene, rng: np.random.Generator, position: int) -> Question:
+    square = _require(scene, "anchor", "anchor_colour")
+    if not square.constant:
+        raise FamilyError(f"anchor_colour: the anchor of {scene.video_id} is not constant")
+    free = set(COLOURS) - scene.colours()
+    options = _place(square.colour, _pick(free, N_OPTIONS - 1, rng), position, rng)
+    return Question(
+        "anchor_colour",
+        "frame_agnostic",
+        f"What colour is the {square.shape}?",
+        options,
+        position,
+        None,
+        {"role": "anchor", "shape": square.shape, "colour": square.colour},
+    )
+
+
+def _circle_question(kind: str) -> Callable[[Scene, np.random.Generator, int], Question]:
+    answer = {"none": HAPPENINGS[0], "absent": HAPPENINGS[1], "recolour": HAPPENINGS[2]}[kind]
+    name = {"none": "circle_stayed", "absent": "circle_left", "recolour": "circle_recoloured"}[kind]
+    planted = "frame_agnostic" if kind == "none" else "visual_bias"
+
+    def make(scene: Scene, rng: np.random.Generator, position: int) -> Question:
+        circle = _require(scene, "circle", name)
+        if circle_event(circle) != kind:
+            raise FamilyError(f"{name}: the circle of {scene.video_id} has event {circle_event(circle)!r}")
+        window = circle.absent if kind == "absent" else circle.recolour
+        others = [h for h in HAPPENINGS if h != answer]
+        evidence: dict[str, Any] = {"role": "circle", "shape": circle.shape, "colour": circle.colour,
+                                    "event": kind}
+        if kind == "recolour":
+            evidence["recolour_to"] = circle.recolour_to
+        return Question(
+            name,
+            planted,
+            f"What happened to the {circle.colour} {circle.shape}?",
+            _place(answer, others, position, rng),
+            position,
+            window,
+            evidence,
+        )
+
+    return make
+
+
+def circle_event(circle: SceneObject) -> str:
+    """``none``, ``absent`` or ``recolour``: what happens to a circle object."""
+    if circle.absent is not None:
+        return "absent"
+    if circle.recolour is not None:
+        return "recolour"
+    return "none"
+
+
+def _brief_colour(scene: Scene, rng: np.random.Generator, position: int) -> Question:
+    brief = _require(scene, "brief", "brief_colour")
+    if brief.appear is None or brief.recolour is not None:
+        raise FamilyError(f"brief_colour: the brief object of {scene.video_id} has no single appearance")
+    elsewhere = {c for o in scene.objects if o is not brief for c in o.colours()}
+    free = set(COLOURS) - elsewhere - {brief.colour}
+    options = _place(brief.colour, _pick(free, N_OPTIONS - 1, rng), position, rng)
+    return Question(
+        "brief_colour",
+        "temporally_grounded",
+        f"What colour was the {brief.shape} that appeared briefly?",
+        options,
+        position,
+        brief.appear,
+        {"role": "brief", "shape": brief.shape, "colour": brief.colour},
+    )
+
+
+def _shape_sides(scene: Scene, rng: np.random.Generator, position: int) -> Question:
+    shapes = sorted(SIDES)
+    shape = shapes[int(rng.integers(len(shapes)))]
+    answer = SIDES[shape]
+    others = [v for v in SIDES.values() if v != answer]
+    return Question(
+        "shape_sides",
+        "trivial",
+        f"How many sides does a {shape} have?",
+        _place(answer, others, position, rng),
+        position,
+        None,
+        {"knowledge": f"a {shape} has {answer} sides"},
+    )
+
+
+def _anchor_colour_obvious(scene: Scene, rng: np.random.Generator, position: int) -> Question:
+    square = _require(scene, "anchor", "anchor_colour_obvious")
+    options = _place(square.colour, _pick(NOT_COLOURS, N_OPTIONS - 1, rng), position, rng)
+    return Question(
+        "anchor_colour_obvious",
+        "trivial",
+        f"What colour is the {square.shape}?",
+        options,
+        position,
+        None,
+        {"role": "anchor", "shape": square.shape, "colour": square.colour, "only_plausible_option": True},
+    )
+
+
+FAMILIES: dict[str, Family] = {
+    f.name: f
+    for f in (
+        Family("anchor_colour", "frame_agnostic", SLOT_ANCHOR, _anchor_colour,
+               summary="colour of the square that is in every frame"),
+        Family("circle_stayed", "frame_agnostic", SLOT_CIRCLE, _circle_question("none"), circle_event="none",
+               summary="the circle never changes"),
+        Family("brief_colour", "temporally_grounded", SLOT_BRIEF, _brief_colour, needs_brief=True,
+               summary="colour of a triangle visible only for 1-3 s"),
+        Family("circle_left", "visual_bias", SLOT_CIRCLE, _circle_question("absent"), circle_event="absent",
+               summary="the circle is gone for 1-3 s; its frames mislead"),
+        Family("circle_recoloured", "visual_bias", SLOT_CIRCLE, _circle_question("recolour"),
+               circle_event="recolour", summary="the circle changes colour for 1-3 s; its frames mislead"),
+        Family("shape_sides", "trivial", SLOT_TEXT, _shape_sides,
+               summary="world knowledge: sides of a polygon"),
+        Family("anchor_colour_obvious", "trivial", SLOT_ANCHOR, _anchor_colour_obvious,
+               summary="only one option is a colour"),
+    )
+}
+"""Every family by name."""
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "anchor_colour": 1.0,
+    "circle_stayed": 1.0,
+    "brief_colour": 2.0,
+    "circle_left": 1.0,
+    "circle_recoloured": 1.0,
+    "shape_sides": 1.0,
+    "anchor_colour_obvious": 1.0,
+}
+"""Default mix: a quarter of the questions per planted category; the circle answers balanced."""
+
+
+def make_question(family: str, scene: Scene, rng: np.random.Generator, position: int) -> Question:
+    """Ask ``family`` about ``scene`` with the correct option at ``position`` (0..3)."""
+    if family not in FAMILIES:
+        raise FamilyError(f"unknown family {family!r} (known: {', '.join(FAMILIES)})")
+    if not 0 <= position < N_OPTIONS:
+        raise FamilyError(f"answer position must be 0..{N_OPTIONS - 1}, not {position}")
+    return FAMILIES[family].make(scene, rng, position)
+
+
+__all__ = [
+    "DEFAULT_WEIGHTS",
+    "FAMILIES",
+    "HAPPENINGS",
+    "N_OPTIONS",
+    "NOT_COLOURS",
+    "PLANTED_CATEGORIES",
+    "SIDES",
+    "Family",
+    "FamilyError",
+    "Question",
+    "circle_event",
+    "make_question",
+]
