@@ -26,8 +26,10 @@ ALIASES: dict[str, str] = {
     "siglip-so400m": "google/siglip-so400m-patch14-384",
     "clip": "openai/clip-vit-large-patch14",
     "clip-vit-l14": "openai/clip-vit-large-patch14",
+    "tempcore-world": str(Path(__file__).resolve().parent.parent / "world" / "zoo" / "encoder"),
 }
-"""Short names: ``siglip2`` is the paper's default (SigLIP2-400M); ``siglip`` and ``clip`` its ablations."""
+"""Short names: ``siglip2`` is the paper's default (SigLIP2-400M); ``siglip`` and ``clip`` its ablations;
+``tempcore-world`` the small SigLIP-architecture encoder shipped for the synthetic world (``tempcore demo``)."""
 
 DEFAULT_ENCODER = "siglip2"
 
