@@ -19,6 +19,7 @@ BACKENDS: dict[str, str] = {
     "hf-text": "tempcore.models.hf_text:HFTextModel",
     "openai": "tempcore.models.openai_http:OpenAIChatModel",
     "vllm": "tempcore.models.vllm_offline:VLLMOfflineModel",
+    "zoo": "tempcore.world.answerers:ZooModel",  # the synthetic world's embedded answerers
 }
 
 

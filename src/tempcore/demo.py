@@ -1,0 +1,118 @@
+"""``tempcore demo``: the whole pipeline on a synthetic world whose answers we know.
+
+1. generate a held-out world (:func:`tempcore.world.generate_world`): encoded videos and a generic
+   benchmark file whose questions are frame-agnostic, temporally grounded, trivial or visually biased
+   by construction;
+2. run the audit (:func:`tempcore.runner.run`) with the embedded zoo: the shipped SigLIP-architecture
+   encoder scores every frame (Eq. 1) through the same adapter a SigLIP2 checkpoint takes, and the
+   answerers (a text-only model, frame models, a tiny generative HF VLM) answer under maxprob / minprob
+   (QA mode), uniform, random, noframe and the window oracle — maxprob, minprob and noframe in every
+   cyclic option rotation, for circular scoring;
+3. diagnose under ``hard`` (the paper's 0/1), ``soft`` (probability on the correct option) and
+   ``circular`` scoring, and compare the recovered categories with the planted ones;
+4. export the TempCore subset and write the HTML report.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+SCORINGS = ("soft", "hard", "circular")
+DEFAULT_QUESTIONS = 400
+QUICK_QUESTIONS = 48
+HELD_OUT_SEED = 20261129  # the zoo was trained on worlds of other seeds
+WORLD_ENCODER = "tempcore-world"  # encoder alias of the shipped world encoder (tempcore.world.encoder_path())
+
+
+def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, cache: Path | None = None) -> Any:
+    """The run configuration of the demo over a generated world (``WorldManifest``)."""
+    from tempcore.config import RunConfig
+    from tempcore.world import BENCHMARK_NAME
+    from tempcore.world.answerers import zoo_specs
+
+    rotated = {"rotations": "all"}
+    return RunConfig.from_dict({
+        "out": str(out / "run"),
+        "encoder": WORLD_ENCODER,
+        "encoder_options": {"device": "cpu"},
+        "cache": str(cache or out / "cache"),
+        "fps": world.config.fps,
+        "k": k,
+        "seed": 0,
+        "benchmarks": [{"name": "generic", "annotations": str(world.annotations), "video_root": str(world.root),
+                        "options": {"benchmark_name": BENCHMARK_NAME}}],
+        "models": [spec.to_dict() for spec in zoo_specs()],
+        "conditions": [
+            {"strategy": "maxprob", "mode": "qa", **rotated},
+            {"strategy": "minprob", "mode": "qa", **rotated},
+            {"strategy": "noframe", **rotated},
+            {"strategy": "uniform"},
+            {"strategy": "random"},
+            {"strategy": "oracle", "params": {"stride": k, "max_windows": oracle_windows}},
+        ],
+        "noframe_size": 48,
+        "request_batch": 64,
+    }, source="tempcore demo")
+
+
+def run_demo(
+    out: str | Path = "demo-out",
+    *,
+    n_questions: int | None = None,
+    quick: bool = False,
+    seed: int = HELD_OUT_SEED,
+    k: int = 8,
+    progress: bool = True,
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Generate, audit, diagnose, export, report; returns the recovery (``tempcore demo --json``)."""
+    import torch
+
+    from tempcore.diagnostics import diagnose
+    from tempcore.export import export_tempcore
+    from tempcore.report import build_report, write_report
+    from tempcore.runner import run
+    from tempcore.tidy import read_predictions
+    from tempcore.world import BENCHMARK_NAME, generate_world
+    from tempcore.world.validate import validate_predictions
+
+    # The zoo's models are tiny: one thread avoids the thread-pool overhead that dominates them
+    # (measured: 0.3 ms vs 17 ms per frame for the encoder on a busy 2-core machine).
+    torch.set_num_threads(1)
+    out = Path(out)
+    n = n_questions or (QUICK_QUESTIONS if quick else DEFAULT_QUESTIONS)
+    log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
+    world = generate_world(out / "world", n, seed)
+    cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8)
+    summary = run(cfg, progress=progress, log=log)
+    table = read_predictions(summary.predictions_file)
+    result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
+
+    samples = {BENCHMARK_NAME: world.samples()}
+    d = diagnose(table, scoring="soft")
+    subset_files = export_tempcore(d, samples, out / "tempcore", "jsonl", table=table,
+                                   video_roots={BENCHMARK_NAME: str(world.root)})
+    report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
+                          scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
+    report_files = write_report(report, out / "report")
+    result["report"] = str(next(p for p in report_files if p.name == "report.html"))
+    result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
+    result["run"] = summary.out
+    result["world"] = str(world.root)
+    return result
+
+
+def format_demo(result: dict[str, Any]) -> str:
+    """The recovery tables the demo prints, one per scoring."""
+    from tempcore.world.recovery import format_recovery
+
+    parts = []
+    for scoring in SCORINGS:
+        if scoring in result["scoring"]:
+            label = {"soft": "soft (probability on the correct option)", "hard": "hard (the paper's 0/1)",
+                     "circular": "circular (0/1 over option rotations)"}[scoring]
+            parts.append(format_recovery(result["scoring"][scoring], title=f"scoring: {label}"))
+    parts.append(f"report: {result['report']}\nTempCore subset: {result['subset']}")
+    return "\n\n".join(parts)
