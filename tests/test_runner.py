@@ -203,6 +203,17 @@ def test_rotations_map_answers_back(world, tmp_path):
         assert p.answer == Condition.from_key(p.condition).rotation
 
 
+def test_manifest_never_holds_url_credentials(world, tmp_path):
+    cfg = load_config(write_config(world, tmp_path / "cred", conditions=[{"strategy": "noframe"}], models=[
+        {"backend": "openai", "model": "m", "name": "served", "base_url": "http://bob:s3cret@127.0.0.1:9/v1"}]))
+    run(cfg, progress=False, log=lambda _m: None, model_factory=lambda spec: FlakyModel(spec.display_name, 10**9))
+    raw = (tmp_path / "cred" / "store.sqlite").read_bytes()
+    assert b"s3cret" not in raw and b"bob" not in raw
+    with RunStore.open(tmp_path / "cred" / "store.sqlite") as store:
+        [(run_id, _)] = store.runs()
+        assert store.manifest(run_id)["models"][0]["base_url"] == "http://<redacted>@127.0.0.1:9/v1"
+
+
 def test_config_errors_are_clear(tmp_path):
     with pytest.raises(ConfigError, match="unknown key"):
         RunConfig.from_dict({"benchmarks": [{"name": "x", "annotations": "y"}], "models": ["m"],

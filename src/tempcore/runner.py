@@ -473,8 +473,8 @@ def run(
             _print_plan(plans, summaries, log)
             return RunSummary(str(out), str(store_path), None, bench_info, summaries, dry_run=True)
         run_id = store.start_run({
-            "config": cfg.to_dict(),
-            "models": [spec.to_dict() | {"method": m} for spec, m in specs],
+            "config": cfg.to_dict() | {"models": [_without_url_credentials(m) for m in cfg.models]},
+            "models": [_without_url_credentials(spec.to_dict()) | {"method": m} for spec, m in specs],
             "encoder": {"name": cfg.encoder, "fingerprint": getattr(encoder, "fingerprint", None)}
             if encoder is not None else None,
             "seed": cfg.seed, "fps": cfg.fps, "k": cfg.k, "limit": limit, "shard": shard,
@@ -511,6 +511,20 @@ def _model_entry(entry: dict[str, Any]) -> tuple[Any, str]:
     entry = dict(entry)
     method = entry.pop("method", "generate")
     return as_spec(entry), method
+
+
+def _without_url_credentials(model: dict[str, Any]) -> dict[str, Any]:
+    """A model entry for the run manifest: credentials inside ``base_url`` (``user:pass@``) removed."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    data = dict(model)
+    url = data.get("base_url")
+    if url:
+        parts = urlsplit(str(url))
+        if parts.username or parts.password:
+            netloc = f"<redacted>@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
+            data["base_url"] = urlunsplit(parts._replace(netloc=netloc))
+    return data
 
 
 def _default_factory(spec: Any) -> Any:
