@@ -475,7 +475,8 @@ def save_answerer(
     folder.mkdir(parents=True, exist_ok=True)
     weights = folder / f"{name}.safetensors"
     state = {k: v.detach().contiguous().cpu() for k, v in net.state_dict().items()}
-    save_file(state, str(weights), metadata={"format": FORMAT, "kind": net.kind})
+    # one metadata key: safetensors writes a map's keys in no fixed order, and rebuilds must be byte-identical
+    save_file(state, str(weights), metadata={"format": FORMAT})
     weights.chmod(0o644)  # safetensors writes owner-only files; package data must be world-readable
     config = {
         "format": FORMAT,
