@@ -267,8 +267,8 @@ class Registry(Mapping[str, T], Generic[T]):
         obj = entry
         if isinstance(entry, Lazy):
             try:
-                obj = entry.load()
-            except (ImportError, AttributeError) as exc:
+                obj = entry.load()  # an ImportError (a missing optional dependency) propagates as is
+            except AttributeError as exc:
                 raise self._error(f"{self.kind} {name!r}: cannot load {entry.target!r} ({exc})") from exc
         self._validate(name, obj)
         with self._lock:
@@ -330,6 +330,20 @@ class Registry(Mapping[str, T], Generic[T]):
             raise self._unknown_error(name)
         return dict(self._meta.get(name, {}))
 
+    def copy(self) -> Registry[T]:
+        """An independent registry with the same settings and entries (not frozen): for tests that
+        register things without leaking them."""
+        self._read_entry_points()
+        other: Registry[T] = Registry(
+            self.kind, group=self.group, base=self.base, check=self._check, unknown=self._unknown,
+            error=self._error, valid_name=self._valid_name,
+        )
+        other._entries = dict(self._entries)
+        other._resolved = dict(self._resolved)
+        other._meta = {k: dict(v) for k, v in self._meta.items()}
+        other._entry_points_read = True
+        return other
+
     def __repr__(self) -> str:
         return f"Registry({self.kind!r}, {len(self._entries)} entries{', frozen' if self._frozen else ''})"
 
@@ -348,7 +362,10 @@ def _describe(entry: Any) -> str:
         return repr(entry.target)
     module = getattr(entry, "__module__", None)
     qualname = getattr(entry, "__qualname__", None)
-    return f"{module}:{qualname}" if module and qualname else repr(entry)
+    if module and qualname:
+        return f"{module}:{qualname}"
+    text = repr(entry)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 __all__ = [
