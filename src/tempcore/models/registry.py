@@ -1,6 +1,6 @@
 """The model registry: backend name -> lazily imported factory, and ``load_model(spec)``.
 
-Entries are ``"module:Class"`` strings, imported only when a model of that backend is loaded,
+Entries of :data:`BACKENDS` are lazy ``"module:Class"`` references, imported only when a model of that backend is loaded,
 so ``import tempcore.models`` never imports torch, transformers, httpx or vllm. A factory is
 called as ``Class.from_spec(spec)`` when it has that classmethod, else ``Class(spec)``.
 """
