@@ -67,10 +67,13 @@ def did_you_mean(
 
     ``quote=False`` leaves the names unquoted (``"; did you mean a or b?"``).
     """
-    close = suggest(name, known, n=n, cutoff=cutoff)
-    if not close:
-        return ""
-    return "; did you mean " + " or ".join(repr(c) if quote else c for c in close) + "?"
+    return hint(suggest(name, known, n=n, cutoff=cutoff), quote=quote)
+
+
+def hint(close: Iterable[str], *, quote: bool = True) -> str:
+    """``"; did you mean 'a' or 'b'?"`` for names already chosen (``""`` for none)."""
+    names = [repr(c) if quote else c for c in close]
+    return "; did you mean " + " or ".join(names) + "?" if names else ""
 
 
 class RegistryError(TempcoreError, ValueError):
@@ -375,5 +378,6 @@ __all__ = [
     "RegistryError",
     "UnknownNameError",
     "did_you_mean",
+    "hint",
     "suggest",
 ]
