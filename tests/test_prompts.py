@@ -33,7 +33,7 @@ OPTIONS = ("The man opens the door", "The man closes the door", "The man sits do
 
 @pytest.fixture
 def isolated_registry(monkeypatch):
-    monkeypatch.setattr(prompts, "TEMPLATES", dict(prompts.TEMPLATES))
+    monkeypatch.setattr(prompts, "TEMPLATES", prompts.TEMPLATES.copy())
     monkeypatch.setattr(prompts, "_MODEL_TEMPLATES", [])
 
 

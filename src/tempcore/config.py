@@ -78,9 +78,9 @@ class ConditionEntry:
 
     def condition(self, run: RunConfig) -> Condition:
         """The base Condition (window and rotation unset) this entry stands for in ``run``."""
-        score_based = self.strategy in SCORE_BASED or (
-            self.strategy in ("shuffled", "reversed") and (self.variant or "uniform").split(":")[0] in SCORE_BASED
-        )
+        from tempcore.selection.registry import needs_scores
+
+        score_based = needs_scores(self.strategy, self.variant)
         mode = self.mode or ("qa" if score_based else "none")
         if score_based and mode == "none":
             raise ConfigError(f"condition {self.strategy}: a score-based strategy needs mode q or qa")

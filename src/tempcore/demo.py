@@ -30,7 +30,7 @@ def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, c
     """The run configuration of the demo over a generated world (``WorldManifest``)."""
     from tempcore.config import RunConfig
     from tempcore.world import BENCHMARK_NAME
-    from tempcore.world.answerers import zoo_specs
+    from tempcore.world.answerers.model import zoo_specs
 
     rotated = {"rotations": "all"}
     return RunConfig.from_dict({

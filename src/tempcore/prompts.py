@@ -49,7 +49,6 @@ Option rotation (circular evaluation): :func:`rotate_options` shifts the options
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 import hashlib
 import string
@@ -59,6 +58,7 @@ from typing import Any
 
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS, Sample
+from tempcore.registry import GROUPS, Registry, did_you_mean
 
 MC_FIELDS = frozenset({"question", "options", "options_block", "letters", "timestamps"})
 GROUNDING_FIELDS = frozenset({"query", "timestamps", "duration"})
@@ -124,30 +124,37 @@ def _placeholders(name: str, text: str) -> set[str]:
 
 # --- the registry -----------------------------------------------------------------------
 
-TEMPLATES: dict[str, PromptTemplate] = {}
+def _unknown_template(name: str, known: list[str]) -> PromptError:
+    return PromptError(f"unknown prompt template {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
+
+
+def _check_template(name: str, template: Any) -> None:
+    if template.name != name:
+        raise PromptError(f"prompt template {name!r} is registered under another name than its own ({template.name!r})")
+
+
+TEMPLATES: Registry[PromptTemplate] = Registry(
+    "prompt template", group=GROUPS["templates"], base=PromptTemplate, check=_check_template,
+    unknown=_unknown_template, error=PromptError,
+)
+"""Template name -> :class:`PromptTemplate` (add one with :func:`register_template` or the
+``tempcore.templates`` entry-point group, whose entries name a PromptTemplate object)."""
 _MODEL_TEMPLATES: list[tuple[str, str]] = []
 
 
-def register_template(template: PromptTemplate, *, overwrite: bool = False) -> PromptTemplate:
-    """Add ``template`` under its name; refuses to replace an existing one unless ``overwrite``."""
-    if template.name in TEMPLATES and not overwrite and TEMPLATES[template.name] != template:
-        raise PromptError(f"a template named {template.name!r} is already registered (pass overwrite=True)")
-    TEMPLATES[template.name] = template
-    return template
+def register_template(
+    template: PromptTemplate, *, replace: bool = False, overwrite: bool = False
+) -> PromptTemplate:
+    """Add ``template`` under its name; refuses to replace another one of that name unless ``replace``
+    (``overwrite`` is the older spelling). The same template again is a no-op."""
+    return TEMPLATES.register(template.name, template, replace=replace or overwrite)
 
 
 def get_template(template: str | PromptTemplate) -> PromptTemplate:
     """The template itself, or the registered one of that name (with a did-you-mean on typos)."""
     if isinstance(template, PromptTemplate):
         return template
-    try:
-        return TEMPLATES[template]
-    except KeyError:
-        close = difflib.get_close_matches(str(template), TEMPLATES, n=3)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
-        raise PromptError(
-            f"unknown prompt template {template!r}{hint} (known: {', '.join(sorted(TEMPLATES))})"
-        ) from None
+    return TEMPLATES.get(template)  # type: ignore[no-any-return]
 
 
 def register_model_template(pattern: str, template: str) -> None:

@@ -11,7 +11,6 @@ content hash of the files read. Nothing is dropped silently: every row ends up i
 
 from __future__ import annotations
 
-import difflib
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -23,6 +22,7 @@ from tempcore.benchmarks.choices import RowInvalid, RowSkipped
 from tempcore.benchmarks.errors import AnnotationFileError, BenchmarkOptionError, InvalidRowError
 from tempcore.benchmarks.readers import FileLog, RawRow, read_rows
 from tempcore.records import Sample
+from tempcore.registry import suggest
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".gif", ".flv", ".mpg", ".mpeg", ".wmv")
 MEDIA = ("video", "gif", "frames")
@@ -138,7 +138,7 @@ class Loader(ABC):
         if unknown:
             parts = []
             for name in unknown:
-                close = difflib.get_close_matches(name, list(self.options), n=1)
+                close = suggest(name, self.options, n=1)
                 parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
             known = ", ".join(sorted(self.options)) or "none"
             raise BenchmarkOptionError(

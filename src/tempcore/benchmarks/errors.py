@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tempcore.errors import TempcoreError
+from tempcore.registry import hint
 
 if TYPE_CHECKING:
     from tempcore.benchmarks.base import InvalidRow
@@ -44,8 +45,7 @@ class UnknownBenchmarkError(TempcoreError, KeyError):
     def __init__(self, name: str, known: list[str], suggestions: list[str]) -> None:
         self.name = name
         self.suggestions = suggestions
-        hint = f"; did you mean {' or '.join(repr(s) for s in suggestions)}?" if suggestions else ""
-        super().__init__(f"unknown benchmark {name!r}{hint} (known: {', '.join(known)})")
+        super().__init__(f"unknown benchmark {name!r}{hint(suggestions)} (known: {', '.join(known)})")
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])

@@ -3,12 +3,11 @@ asked for), typo suggestions for unknown names, and registration of user loaders
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from dataclasses import dataclass
 
 from tempcore.benchmarks.base import Loader
 from tempcore.benchmarks.errors import UnknownBenchmarkError
+from tempcore.registry import GROUPS, Registry, suggest
 
 
 @dataclass(frozen=True)
@@ -20,30 +19,41 @@ class Entry:
     description: str
 
     def load(self) -> Loader:
-        if isinstance(self.target, str):
-            module, _, attr = self.target.partition(":")
-            cls = getattr(importlib.import_module(module), attr)
-        else:
-            cls = self.target
-        return cls()
+        return get_loader(self.name)
+
+
+def _valid_name(name: str) -> None:
+    if not name or not name.replace("_", "").replace("-", "").isalnum() or name != name.lower():
+        raise ValueError(f"benchmark names are lower-case words (letters, digits, '_' or '-'), not {name!r}")
+
+
+def _unknown(name: str, known: list[str]) -> UnknownBenchmarkError:
+    return UnknownBenchmarkError(name, known, suggest(name.lower(), known, n=2, cutoff=0.6))
 
 
 _PKG = "tempcore.benchmarks"
-_REGISTRY: dict[str, Entry] = {}
+LOADERS: Registry[type[Loader]] = Registry(
+    "benchmark", group=GROUPS["benchmarks"], base=Loader, unknown=_unknown, valid_name=_valid_name
+)
+"""Benchmark name -> Loader class. Other packages add formats through the ``tempcore.benchmarks``
+entry-point group (an entry names a Loader subclass; its ``description`` is listed)."""
 
 
-def register(name: str, target: str | type[Loader], description: str, *, replace: bool = False) -> None:
-    """Register a loader under ``name`` (``target``: a Loader subclass or ``"module:Class"``)."""
-    if not name or not name.replace("_", "").replace("-", "").isalnum() or name != name.lower():
-        raise ValueError(f"benchmark names are lower-case words (letters, digits, '_' or '-'), not {name!r}")
-    if name in _REGISTRY and not replace:
-        raise ValueError(f"benchmark {name!r} is already registered (pass replace=True to override)")
-    _REGISTRY[name] = Entry(name, target, description)
+def register(name: str, target: str | type[Loader], description: str = "", *, replace: bool = False) -> None:
+    """Register a loader under ``name`` (``target``: a Loader subclass or ``"module:Class"``).
+
+    The same target again is a no-op; another target needs ``replace=True``. ``description``
+    defaults to the loader class's own.
+    """
+    if isinstance(target, str):
+        LOADERS.register_lazy(name, target, replace=replace, description=description)
+    else:
+        LOADERS.register(name, target, replace=replace, description=description or target.description)
 
 
 def available() -> list[str]:
     """Registered benchmark names, sorted."""
-    return sorted(_REGISTRY)
+    return LOADERS.names()
 
 
 def describe(name: str) -> str:
@@ -52,17 +62,14 @@ def describe(name: str) -> str:
 
 
 def entry(name: str) -> Entry:
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        known = available()
-        close = difflib.get_close_matches(name.lower(), known, n=2, cutoff=0.6)
-        raise UnknownBenchmarkError(name, known, close) from None
+    target = LOADERS.target(name)
+    description = LOADERS.meta(name).get("description") or getattr(LOADERS[name], "description", "")
+    return Entry(name, target, str(description))
 
 
 def get_loader(name: str) -> Loader:
     """An instance of the loader registered under ``name`` (UnknownBenchmarkError suggests names)."""
-    return entry(name).load()
+    return LOADERS[name]()
 
 
 for _name, _target, _description in (
@@ -116,4 +123,4 @@ for _name, _target, _description in (
     module, _, cls = _target.partition(":")
     register(_name, f"{_PKG}.{module}:{cls}", _description)
 
-__all__ = ["Entry", "available", "describe", "entry", "get_loader", "register"]
+__all__ = ["LOADERS", "Entry", "available", "describe", "entry", "get_loader", "register"]

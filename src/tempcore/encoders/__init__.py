@@ -16,6 +16,7 @@ from tempcore.encoders.base import (
 from tempcore.encoders.registry import (
     ALIASES,
     DEFAULT_ENCODER,
+    ENCODERS,
     UnknownEncoderError,
     available_encoders,
     load_encoder,
@@ -26,6 +27,7 @@ from tempcore.encoders.registry import (
 __all__ = [
     "ALIASES",
     "DEFAULT_ENCODER",
+    "ENCODERS",
     "EncoderError",
     "EncoderLoadError",
     "FrameTextEncoder",

@@ -2,7 +2,9 @@
 
 Resolution order of ``id_or_path``:
 
-1. a name registered with :func:`register_encoder` (a factory of your own encoder);
+1. a name registered in :data:`ENCODERS` (:func:`register_encoder`, or the ``tempcore.encoders``
+   entry-point group): a factory of your own encoder, or an alias to a checkpoint folder / hub id
+   (the synthetic world registers ``tempcore-world``, its shipped encoder's folder, this way);
 2. an alias of :data:`ALIASES` (the paper's default and its ablation encoders), mapped to its hub id;
 3. an existing local folder (a checkpoint laid out like a hub repo);
 4. a hub id ``owner/name`` (downloaded or read from the local hub cache by transformers).
@@ -12,12 +14,12 @@ Anything else is an :class:`UnknownEncoderError` with close matches suggested.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from tempcore.encoders.base import EncoderLoadError, FrameTextEncoder
+from tempcore.registry import GROUPS, Registry, RegistryError, did_you_mean
 
 ALIASES: dict[str, str] = {
     "siglip2": "google/siglip2-so400m-patch14-384",
@@ -26,38 +28,63 @@ ALIASES: dict[str, str] = {
     "siglip-so400m": "google/siglip-so400m-patch14-384",
     "clip": "openai/clip-vit-large-patch14",
     "clip-vit-l14": "openai/clip-vit-large-patch14",
-    "tempcore-world": str(Path(__file__).resolve().parent.parent / "world" / "zoo" / "encoder"),
 }
-"""Short names: ``siglip2`` is the paper's default (SigLIP2-400M); ``siglip`` and ``clip`` its ablations;
-``tempcore-world`` the small SigLIP-architecture encoder shipped for the synthetic world (``tempcore demo``)."""
+"""Short names: ``siglip2`` is the paper's default (SigLIP2-400M); ``siglip`` and ``clip`` its ablations.
+(``tempcore-world``, the small encoder shipped for the synthetic world, is in :data:`ENCODERS`.)"""
 
 DEFAULT_ENCODER = "siglip2"
 
 EncoderFactory = Callable[..., FrameTextEncoder]
-_FACTORIES: dict[str, EncoderFactory] = {}
 
 
 class UnknownEncoderError(EncoderLoadError):
     """Neither a registered name, an alias, a folder nor a hub id."""
 
 
-def register_encoder(name: str, factory: EncoderFactory) -> None:
-    """Make ``load_encoder(name, **kw)`` call ``factory(**kw)`` (same keyword arguments as ``load_encoder``)."""
+class EncoderRegistryError(EncoderLoadError, RegistryError):
+    """An encoder registration refused (bad name, another entry of that name) or an invalid entry."""
+
+
+def _valid_name(name: str) -> None:
     if not name or "|" in name:
         raise ValueError(f"invalid encoder name {name!r}")
-    _FACTORIES[name] = factory
+
+
+def _check_entry(name: str, entry: Any) -> None:
+    if not (callable(entry) or isinstance(entry, (str, Path))):
+        raise EncoderRegistryError(
+            f"encoder {name!r}: {entry!r} is neither a factory nor a checkpoint folder / hub id"
+        )
+
+
+ENCODERS: Registry[EncoderFactory | str | Path] = Registry(
+    "encoder", group=GROUPS["encoders"], check=_check_entry, error=EncoderRegistryError, valid_name=_valid_name
+)
+"""Registered encoders: name -> a factory (called with :func:`load_encoder`'s keyword arguments) or an
+alias (a checkpoint folder or hub id, loaded like one). An entry point of the ``tempcore.encoders``
+group names either (``"mypkg.encoders:load_mine"``, ``"mypkg:CHECKPOINT_DIR"``)."""
+
+
+def register_encoder(name: str, factory: EncoderFactory | str | Path, *, replace: bool = False) -> None:
+    """Make ``load_encoder(name, **kw)`` call ``factory(**kw)`` (same keyword arguments as ``load_encoder``),
+    or, for a folder / hub id, load that checkpoint under ``name``.
+
+    The same factory again is a no-op; another one under a registered name needs ``replace=True``.
+    """
+    ENCODERS.register(name, factory, replace=replace)
 
 
 def available_encoders() -> list[str]:
     """Registered names and aliases (sorted)."""
-    return sorted(set(_FACTORIES) | set(ALIASES))
+    return sorted(set(ENCODERS) | set(ALIASES))
 
 
 def resolve_encoder_id(id_or_path: str | Path) -> str:
-    """The hub id or folder ``id_or_path`` stands for (aliases mapped; registered names returned as is)."""
+    """The hub id or folder ``id_or_path`` stands for (aliases mapped; registered factories returned as is)."""
     ident = str(id_or_path)
-    if ident in _FACTORIES:
-        return ident
+    if ident in ENCODERS:
+        entry = ENCODERS[ident]
+        return str(entry) if isinstance(entry, (str, Path)) else ident
     if ident in ALIASES:
         return ALIASES[ident]
     if Path(ident).expanduser().is_dir():
@@ -67,8 +94,7 @@ def resolve_encoder_id(id_or_path: str | Path) -> str:
         return ident
     if looks_like_path:
         raise UnknownEncoderError(f"encoder {ident}: no such folder")
-    close = difflib.get_close_matches(ident, available_encoders(), n=3)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    hint = did_you_mean(ident, available_encoders(), quote=False)
     raise UnknownEncoderError(
         f"unknown encoder {ident!r}: not a registered name ({', '.join(available_encoders())}), "
         f"a checkpoint folder or a hub id owner/name{hint}"
@@ -98,8 +124,9 @@ def load_encoder(
         "trust_remote_code": trust_remote_code,
         "batch_size": batch_size,
     }
-    if ident in _FACTORIES:
-        return _FACTORIES[ident](**kwargs)
+    entry = ENCODERS.get(ident, None)
+    if entry is not None and not isinstance(entry, (str, Path)):
+        return entry(**kwargs)
     resolved = resolve_encoder_id(ident)
     from tempcore.encoders.hf import HFFrameTextEncoder
 
@@ -109,6 +136,8 @@ def load_encoder(
 __all__ = [
     "ALIASES",
     "DEFAULT_ENCODER",
+    "ENCODERS",
+    "EncoderRegistryError",
     "UnknownEncoderError",
     "available_encoders",
     "load_encoder",

@@ -20,12 +20,12 @@ Remote-code checkpoints (VideoLLaMA3) are refused unless the spec sets ``trust_r
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from tempcore.models.base import ModelConfigError, ModelSpec, RemoteCodeRefused
+from tempcore.registry import GROUPS, Registry, did_you_mean
 
 
 @dataclass(frozen=True)
@@ -105,162 +105,184 @@ _VL3_NOTE = (
     "tested route."
 )
 
-PRESETS: dict[str, Preset] = {
-    p.name: p
-    for p in [
-        Preset(
-            "llava-ov-0.5b",
-            "hf",
-            "llava-hf/llava-onevision-qwen2-0.5b-ov-hf",
-            "llava_onevision",
-            "0.5B",
-            "yes",
-            max_image_side=384,
-            notes=_LLAVA_NOTE,
-        ),
-        Preset(
-            "llava-ov-7b",
-            "hf",
-            "llava-hf/llava-onevision-qwen2-7b-ov-hf",
-            "llava_onevision",
-            "7B",
-            "yes",
-            max_image_side=384,
-            notes=_LLAVA_NOTE,
-        ),
-        Preset(
-            "smolvlm2-256m",
-            "hf",
-            "HuggingFaceTB/SmolVLM2-256M-Video-Instruct",
-            "smolvlm",
-            "256M",
-            "inferred",
-            processor_kwargs={"do_image_splitting": False},
-            notes=_SMOLVLM_NOTE,
-        ),
-        Preset(
-            "smolvlm2-500m",
-            "hf",
-            "HuggingFaceTB/SmolVLM2-500M-Video-Instruct",
-            "smolvlm",
-            "500M",
-            "inferred",
-            processor_kwargs={"do_image_splitting": False},
-            notes=_SMOLVLM_NOTE,
-        ),
-        Preset(
-            "smolvlm2-2.2b",
-            "hf",
-            "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
-            "smolvlm",
-            "2.2B",
-            "inferred",
-            processor_kwargs={"do_image_splitting": False},
-            notes=_SMOLVLM_NOTE,
-        ),
-        Preset(
-            "qwen3-vl-2b",
-            "hf",
-            "Qwen/Qwen3-VL-2B-Instruct",
-            "qwen3_vl",
-            "2B",
-            "no",
-            image_size={"longest_edge": 448 * 448},
-            notes=_QWEN3_NOTE,
-        ),
-        Preset(
-            "qwen3-vl-4b",
-            "hf",
-            "Qwen/Qwen3-VL-4B-Instruct",
-            "qwen3_vl",
-            "4B",
-            "no",
-            image_size={"longest_edge": 448 * 448},
-            notes=_QWEN3_NOTE,
-        ),
-        Preset(
-            "qwen3-vl-8b",
-            "hf",
-            "Qwen/Qwen3-VL-8B-Instruct",
-            "qwen3_vl",
-            "8B",
-            "yes",
-            image_size={"longest_edge": 448 * 448},
-            notes=_QWEN3_NOTE,
-        ),
-        Preset(
-            "internvl3-2b",
-            "hf",
-            "OpenGVLab/InternVL3-2B-hf",
-            "internvl",
-            "2B",
-            "family",
-            processor_kwargs={"crop_to_patches": False},
-            notes=_INTERNVL_NOTE,
-        ),
-        Preset(
-            "internvl3-8b",
-            "hf",
-            "OpenGVLab/InternVL3-8B-hf",
-            "internvl",
-            "8B",
-            "family",
-            processor_kwargs={"crop_to_patches": False},
-            notes=_INTERNVL_NOTE,
-        ),
-        Preset(
-            "videollama3-2b",
-            "hf",
-            "DAMO-NLP-SG/VideoLLaMA3-2B",
-            "videollama3",
-            "2B",
-            "yes",
-            requires_remote_code=True,
-            extra={"model_class": "AutoModelForCausalLM"},
-            notes=_VL3_NOTE,
-        ),
-        Preset(
-            "videollama3-7b",
-            "hf",
-            "DAMO-NLP-SG/VideoLLaMA3-7B",
-            "videollama3",
-            "7B",
-            "no",
-            requires_remote_code=True,
-            extra={"model_class": "AutoModelForCausalLM"},
-            notes=_VL3_NOTE,
-        ),
-        # text-only LLMs for the no-frame / contamination probe (Appendix C.4)
-        Preset(
-            "qwen2.5-7b-text",
-            "hf-text",
-            "Qwen/Qwen2.5-7B-Instruct",
-            "qwen2",
-            "7B",
-            "yes",
-            notes="The paper says 'Qwen2.5-7B'; we use the instruct checkpoint.",
-        ),
-        Preset(
-            "llama-3.1-8b-text",
-            "hf-text",
-            "meta-llama/Llama-3.1-8B-Instruct",
-            "llama",
-            "8B",
-            "yes",
-            notes="Gated on the hub. The paper says 'Llama-3.1-8B'; we use the instruct checkpoint.",
-        ),
-        Preset(
-            "qwen3-8b-text",
-            "hf-text",
-            "Qwen/Qwen3-8B",
-            "qwen3",
-            "8B",
-            "yes",
-            extra={"chat_template_kwargs": {"enable_thinking": False}},
-            notes="Hybrid thinking model: thinking is switched off so the answer comes first.",
-        ),
-    ]
-}
+def _unknown_preset(name: str, known: list[str]) -> ModelConfigError:
+    return ModelConfigError(
+        f"unknown model preset {name!r}{did_you_mean(name, known)} (known: {', '.join(PRESETS)})"
+    )
+
+
+def _check_preset(name: str, preset: Any) -> None:
+    if preset.name != name:
+        raise ModelConfigError(f"model preset {name!r} is registered under another name than its own ({preset.name!r})")
+
+
+PRESETS: Registry[Preset] = Registry(
+    "model preset", group=GROUPS["presets"], base=Preset, check=_check_preset, unknown=_unknown_preset,
+    error=ModelConfigError,
+)
+"""Preset name -> :class:`Preset` (add one with :func:`register_preset` or the ``tempcore.presets``
+entry-point group, whose entries name a Preset object)."""
+
+
+def register_preset(preset: Preset, *, overwrite: bool = False) -> Preset:
+    """Add ``preset`` under its name (the same preset again is a no-op; another needs ``overwrite``)."""
+    return PRESETS.register(preset.name, preset, replace=overwrite)
+
+
+for _preset in [
+    Preset(
+        "llava-ov-0.5b",
+        "hf",
+        "llava-hf/llava-onevision-qwen2-0.5b-ov-hf",
+        "llava_onevision",
+        "0.5B",
+        "yes",
+        max_image_side=384,
+        notes=_LLAVA_NOTE,
+    ),
+    Preset(
+        "llava-ov-7b",
+        "hf",
+        "llava-hf/llava-onevision-qwen2-7b-ov-hf",
+        "llava_onevision",
+        "7B",
+        "yes",
+        max_image_side=384,
+        notes=_LLAVA_NOTE,
+    ),
+    Preset(
+        "smolvlm2-256m",
+        "hf",
+        "HuggingFaceTB/SmolVLM2-256M-Video-Instruct",
+        "smolvlm",
+        "256M",
+        "inferred",
+        processor_kwargs={"do_image_splitting": False},
+        notes=_SMOLVLM_NOTE,
+    ),
+    Preset(
+        "smolvlm2-500m",
+        "hf",
+        "HuggingFaceTB/SmolVLM2-500M-Video-Instruct",
+        "smolvlm",
+        "500M",
+        "inferred",
+        processor_kwargs={"do_image_splitting": False},
+        notes=_SMOLVLM_NOTE,
+    ),
+    Preset(
+        "smolvlm2-2.2b",
+        "hf",
+        "HuggingFaceTB/SmolVLM2-2.2B-Instruct",
+        "smolvlm",
+        "2.2B",
+        "inferred",
+        processor_kwargs={"do_image_splitting": False},
+        notes=_SMOLVLM_NOTE,
+    ),
+    Preset(
+        "qwen3-vl-2b",
+        "hf",
+        "Qwen/Qwen3-VL-2B-Instruct",
+        "qwen3_vl",
+        "2B",
+        "no",
+        image_size={"longest_edge": 448 * 448},
+        notes=_QWEN3_NOTE,
+    ),
+    Preset(
+        "qwen3-vl-4b",
+        "hf",
+        "Qwen/Qwen3-VL-4B-Instruct",
+        "qwen3_vl",
+        "4B",
+        "no",
+        image_size={"longest_edge": 448 * 448},
+        notes=_QWEN3_NOTE,
+    ),
+    Preset(
+        "qwen3-vl-8b",
+        "hf",
+        "Qwen/Qwen3-VL-8B-Instruct",
+        "qwen3_vl",
+        "8B",
+        "yes",
+        image_size={"longest_edge": 448 * 448},
+        notes=_QWEN3_NOTE,
+    ),
+    Preset(
+        "internvl3-2b",
+        "hf",
+        "OpenGVLab/InternVL3-2B-hf",
+        "internvl",
+        "2B",
+        "family",
+        processor_kwargs={"crop_to_patches": False},
+        notes=_INTERNVL_NOTE,
+    ),
+    Preset(
+        "internvl3-8b",
+        "hf",
+        "OpenGVLab/InternVL3-8B-hf",
+        "internvl",
+        "8B",
+        "family",
+        processor_kwargs={"crop_to_patches": False},
+        notes=_INTERNVL_NOTE,
+    ),
+    Preset(
+        "videollama3-2b",
+        "hf",
+        "DAMO-NLP-SG/VideoLLaMA3-2B",
+        "videollama3",
+        "2B",
+        "yes",
+        requires_remote_code=True,
+        extra={"model_class": "AutoModelForCausalLM"},
+        notes=_VL3_NOTE,
+    ),
+    Preset(
+        "videollama3-7b",
+        "hf",
+        "DAMO-NLP-SG/VideoLLaMA3-7B",
+        "videollama3",
+        "7B",
+        "no",
+        requires_remote_code=True,
+        extra={"model_class": "AutoModelForCausalLM"},
+        notes=_VL3_NOTE,
+    ),
+    # text-only LLMs for the no-frame / contamination probe (Appendix C.4)
+    Preset(
+        "qwen2.5-7b-text",
+        "hf-text",
+        "Qwen/Qwen2.5-7B-Instruct",
+        "qwen2",
+        "7B",
+        "yes",
+        notes="The paper says 'Qwen2.5-7B'; we use the instruct checkpoint.",
+    ),
+    Preset(
+        "llama-3.1-8b-text",
+        "hf-text",
+        "meta-llama/Llama-3.1-8B-Instruct",
+        "llama",
+        "8B",
+        "yes",
+        notes="Gated on the hub. The paper says 'Llama-3.1-8B'; we use the instruct checkpoint.",
+    ),
+    Preset(
+        "qwen3-8b-text",
+        "hf-text",
+        "Qwen/Qwen3-8B",
+        "qwen3",
+        "8B",
+        "yes",
+        extra={"chat_template_kwargs": {"enable_thinking": False}},
+        notes="Hybrid thinking model: thinking is switched off so the answer comes first.",
+    ),
+]:
+    register_preset(_preset)
 
 #: The paper's eight-VLM panel (see the module docstring for what is verified).
 PAPER_PANEL: tuple[str, ...] = (
@@ -280,12 +302,7 @@ TEXT_PROBES: tuple[str, ...] = ("qwen2.5-7b-text", "llama-3.1-8b-text", "qwen3-8
 
 def get_preset(name: str) -> Preset:
     """The preset called ``name`` (with a suggestion for a near miss)."""
-    try:
-        return PRESETS[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(PRESETS), n=3)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ModelConfigError(f"unknown model preset {name!r}{hint} (known: {', '.join(PRESETS)})") from None
+    return PRESETS.get(name)  # type: ignore[no-any-return]
 
 
 def preset_spec(name: str, **overrides: Any) -> ModelSpec:
@@ -293,4 +310,4 @@ def preset_spec(name: str, **overrides: Any) -> ModelSpec:
     return get_preset(name).spec(**overrides)
 
 
-__all__ = ["PAPER_PANEL", "PRESETS", "TEXT_PROBES", "Preset", "get_preset", "preset_spec"]
+__all__ = ["PAPER_PANEL", "PRESETS", "TEXT_PROBES", "Preset", "get_preset", "preset_spec", "register_preset"]

@@ -1,54 +1,59 @@
 """The model registry: backend name -> lazily imported factory, and ``load_model(spec)``.
 
-Entries are ``"module:Class"`` strings, imported only when a model of that backend is loaded,
+Entries of :data:`BACKENDS` are lazy ``"module:Class"`` references, imported only when a model of that backend is loaded,
 so ``import tempcore.models`` never imports torch, transformers, httpx or vllm. A factory is
 called as ``Class.from_spec(spec)`` when it has that classmethod, else ``Class(spec)``.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
 from tempcore.models.base import Model, ModelConfigError, ModelSpec
-
-BACKENDS: dict[str, str] = {
-    "hf": "tempcore.models.hf_vlm:HFVisionLanguageModel",
-    "hf-text": "tempcore.models.hf_text:HFTextModel",
-    "openai": "tempcore.models.openai_http:OpenAIChatModel",
-    "vllm": "tempcore.models.vllm_offline:VLLMOfflineModel",
-    "zoo": "tempcore.world.answerers:ZooModel",  # the synthetic world's embedded answerers
-}
+from tempcore.registry import GROUPS, Registry, did_you_mean
 
 
-def register_backend(name: str, target: str, *, overwrite: bool = False) -> None:
-    """Add a backend: ``target`` is ``"package.module:Factory"`` (imported on first use)."""
-    if ":" not in target:
-        raise ModelConfigError(f"backend {name!r}: target must be 'module:Factory', not {target!r}")
-    if name in BACKENDS and not overwrite and BACKENDS[name] != target:
-        raise ModelConfigError(f"backend {name!r} is already registered as {BACKENDS[name]!r}")
-    BACKENDS[name] = target
+def _unknown_backend(name: str, known: list[str]) -> ModelConfigError:
+    return ModelConfigError(f"unknown model backend {name!r}{did_you_mean(name, known)} (known: {', '.join(known)})")
 
 
-def _unknown(kind: str, name: str, known: list[str]) -> ModelConfigError:
-    close = difflib.get_close_matches(name, known, n=3)
-    hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-    return ModelConfigError(f"unknown model {kind} {name!r}{hint} (known: {', '.join(sorted(known))})")
+def _check_factory(name: str, factory: Any) -> None:
+    if not callable(factory):
+        raise ModelConfigError(f"backend {name!r}: {factory!r} is not a class or callable")
+
+
+BACKENDS: Registry[Any] = Registry(
+    "model backend", group=GROUPS["models"], check=_check_factory, unknown=_unknown_backend, error=ModelConfigError
+)
+"""Backend name -> model factory (``"module:Class"`` entries, imported when a model of that backend is
+loaded). Other packages add backends through the ``tempcore.models`` entry-point group (the synthetic
+world's ``zoo`` backend is registered that way, by tempcore's own ``pyproject.toml``)."""
+
+for _name, _target in (
+    ("hf", "tempcore.models.hf_vlm:HFVisionLanguageModel"),
+    ("hf-text", "tempcore.models.hf_text:HFTextModel"),
+    ("openai", "tempcore.models.openai_http:OpenAIChatModel"),
+    ("vllm", "tempcore.models.vllm_offline:VLLMOfflineModel"),
+):
+    BACKENDS.register_lazy(_name, _target)
+
+
+def register_backend(name: str, target: str | Any, *, replace: bool = False, overwrite: bool = False) -> None:
+    """Add a backend: ``target`` is ``"package.module:Factory"`` (imported on first use) or the factory.
+
+    Registering a name again with the same target is a no-op; another target needs ``replace``
+    (``overwrite`` is the older spelling).
+    """
+    if isinstance(target, str):
+        BACKENDS.register_lazy(name, target, replace=replace or overwrite)
+    else:
+        BACKENDS.register(name, target, replace=replace or overwrite)
 
 
 def resolve_factory(backend: str) -> Any:
     """Import and return the factory registered for ``backend``."""
-    if backend not in BACKENDS:
-        raise _unknown("backend", backend, list(BACKENDS))
-    module_name, _, attr = BACKENDS[backend].partition(":")
-    module = importlib.import_module(module_name)
-    try:
-        factory = getattr(module, attr)
-    except AttributeError as exc:
-        raise ModelConfigError(f"backend {backend!r}: {module_name} has no {attr!r}") from exc
-    return factory
+    return BACKENDS.get(backend)
 
 
 def as_spec(spec: ModelSpec | Mapping[str, Any] | str) -> ModelSpec:

@@ -16,9 +16,13 @@ Inputs need not be sorted by time: every strategy works on the frames in chronol
   ``noframe`` (:mod:`.basic`); ``oracle`` windows (:mod:`.windows`).
 - ``shuffled`` / ``reversed`` of a base strategy, TVBench's ablations (:mod:`.ablations`).
 - ``aks`` and ``bolt``, score-adaptive samplers from other papers (:mod:`.adaptive`).
+
+A new strategy is a kernel over validated :class:`Frames` made into a strategy by the
+:func:`strategy` decorator (which owns the input checks and the error prefix) and registered in
+:data:`STRATEGIES` (``register=True``, or the ``tempcore.strategies`` entry-point group).
 """
 
-from tempcore.selection._common import SelectionError, derive_seed
+from tempcore.selection._common import Frames, SelectionError, derive_seed, strategy
 from tempcore.selection.ablations import reversed as reversed  # re-exported, see __all__
 from tempcore.selection.ablations import shuffled
 from tempcore.selection.adaptive import aks, bolt
@@ -30,6 +34,7 @@ from tempcore.selection.registry import (
     STRATEGIES,
     call_strategy,
     get_strategy,
+    needs_scores,
     oracle_window,
     select,
 )
@@ -39,6 +44,7 @@ from tempcore.selection.windows import DEFAULT_MAX_WINDOWS, oracle, window_start
 # import does not shadow the builtins of the same names.
 __all__ = [
     "DEFAULT_MAX_WINDOWS",
+    "Frames",
     "SCORE_BASED",
     "STRATEGIES",
     "UNIFORM_VARIANTS",
@@ -50,6 +56,7 @@ __all__ = [
     "get_strategy",
     "maxprob",
     "minprob",
+    "needs_scores",
     "noframe",
     "oracle",
     "oracle_window",
@@ -57,6 +64,7 @@ __all__ = [
     "select",
     "shuffled",
     "single",
+    "strategy",
     "uniform",
     "uniform_positions",
     "window_starts",

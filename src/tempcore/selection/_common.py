@@ -1,16 +1,23 @@
-"""Shared pieces of the selection strategies: the error, seeds, input checks, small numpy helpers.
+"""Shared pieces of the selection strategies: the error, seeds, input checks, small numpy helpers,
+and the :func:`strategy` decorator.
 
 Every strategy works on the frames in chronological order. :func:`prepare` validates the
 inputs once and, if the timestamps are not already non-decreasing, sorts them (stably, so
 frames with equal timestamps keep their index order); the strategies then pick *positions*
 in that order and :meth:`Frames.frameset` maps them back to the caller's frame indices.
+:func:`strategy` turns a kernel over :class:`Frames` into a strategy with the common signature,
+owning that preparation and the ``sample 'id': name:`` prefix of its errors.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import inspect
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -152,3 +159,75 @@ def top_r(values: np.ndarray, r: int) -> np.ndarray:
     above = np.flatnonzero(values > v)
     equal = np.flatnonzero(values == v)[: r - above.shape[0]]
     return np.sort(np.concatenate([above, equal]))
+
+
+R = TypeVar("R")
+
+
+def strategy(
+    name: str, *, needs_scores: bool, register: bool = False
+) -> Callable[[Callable[..., R]], Callable[..., R]]:
+    """Make a selection strategy from a kernel over validated :class:`Frames`.
+
+    The kernel is ``kernel(frames, **params)``: ``frames`` holds the candidate frames in time order
+    (``frames.t``, ``frames.s``, ``frames.k``, ``frames.n``); it returns ``frames.frameset(positions)``
+    (or a list of FrameSets). Its keyword-only parameters are the strategy's parameters; it receives
+    ``seed`` and ``sample_id`` only if it declares them. The strategy made from it has the common
+    signature ``f(timestamps, scores, k, *, seed=0, sample_id="", **params)``: it calls
+    :func:`prepare` (``needs_scores``: refuse a call without scores) and prefixes every
+    :class:`SelectionError` the kernel raises with ``sample 'id': name:`` (once). The strategy
+    carries ``needs_scores`` and ``strategy_name``; ``register=True`` also adds it to
+    :data:`tempcore.selection.STRATEGIES` under ``name``.
+
+    >>> @strategy("first", needs_scores=False)
+    ... def first(frames: Frames) -> FrameSet:
+    ...     return frames.frameset(np.arange(min(frames.k, frames.n)))
+    """
+
+    def wrap(kernel: Callable[..., R]) -> Callable[..., R]:
+        sig = inspect.signature(kernel)
+        params = list(sig.parameters.values())
+        if not params or params[0].kind not in (
+            inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ):
+            raise TypeError(f"strategy {name!r}: the kernel's first parameter must be the Frames")
+        own = [p for p in params[1:] if p.kind in (inspect.Parameter.KEYWORD_ONLY, inspect.Parameter.VAR_KEYWORD)]
+        if len(own) != len(params) - 1:
+            raise TypeError(f"strategy {name!r}: the kernel's parameters after the Frames must be keyword-only")
+        wants = {p.name for p in own} & {"seed", "sample_id"}
+
+        @functools.wraps(kernel)
+        def run(timestamps: Any, scores: Any, k: int, *, seed: int = 0, sample_id: str = "", **kw: Any) -> R:
+            frames = prepare(timestamps, scores, k, strategy=name, sample_id=sample_id, needs_scores=needs_scores)
+            if "seed" in wants:
+                kw["seed"] = seed
+            if "sample_id" in wants:
+                kw["sample_id"] = sample_id
+            try:
+                return kernel(frames, **kw)
+            except SelectionError as exc:
+                message = str(exc)
+                if message.startswith(frames.where):
+                    raise
+                raise SelectionError(f"{frames.where}: {message}") from None
+
+        keyword = inspect.Parameter.KEYWORD_ONLY
+        positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        common = [
+            inspect.Parameter("timestamps", positional, annotation="np.ndarray"),
+            inspect.Parameter("scores", positional, annotation="np.ndarray | None"),
+            inspect.Parameter("k", positional, annotation="int"),
+            inspect.Parameter("seed", keyword, default=0, annotation="int"),
+            inspect.Parameter("sample_id", keyword, default="", annotation="str"),
+        ]
+        rest = [p for p in own if p.name not in ("seed", "sample_id")]
+        run.__signature__ = sig.replace(parameters=common + rest)  # type: ignore[attr-defined]
+        run.needs_scores = needs_scores  # type: ignore[attr-defined]
+        run.strategy_name = name  # type: ignore[attr-defined]
+        if register:
+            from tempcore.selection.registry import STRATEGIES
+
+            STRATEGIES.register(name, run)
+        return run
+
+    return wrap

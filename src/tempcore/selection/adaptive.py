@@ -44,7 +44,7 @@ from __future__ import annotations
 import numpy as np
 
 from tempcore.records import FrameSet
-from tempcore.selection._common import SelectionError, prepare, top_r
+from tempcore.selection._common import Frames, SelectionError, strategy, top_r
 
 
 def _minmax(s: np.ndarray) -> np.ndarray:
@@ -53,11 +53,11 @@ def _minmax(s: np.ndarray) -> np.ndarray:
     return np.zeros_like(s) if span == 0 else (s - lo) / span
 
 
-def _check_number(value: object, name: str, where: str) -> float:
+def _check_number(value: object, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise SelectionError(f"{where}: {name} must be a number, not {value!r}")
+        raise SelectionError(f"{name} must be a number, not {value!r}")
     if not np.isfinite(value):
-        raise SelectionError(f"{where}: {name} must be finite, not {value!r}")
+        raise SelectionError(f"{name} must be finite, not {value!r}")
     return float(value)
 
 
@@ -126,13 +126,10 @@ def _leaf_picks(vals: np.ndarray, pos: np.ndarray, q: int) -> np.ndarray:
     return np.take_along_axis(pos, cols, axis=1).ravel()
 
 
+@strategy("aks", needs_scores=True)
 def aks(
-    timestamps: np.ndarray,
-    scores: np.ndarray,
-    k: int,
+    frames: Frames,
     *,
-    seed: int = 0,
-    sample_id: str = "",
     t1: float = 0.8,
     t2: float = -100.0,
     max_depth: int = 5,
@@ -144,14 +141,13 @@ def aks(
     level: segment means and standard deviations from per-node sums, top-M means by merging
     sorted lists bottom-up. ``seed`` is unused.
     """
-    frames = prepare(timestamps, scores, k, strategy="aks", sample_id=sample_id, needs_scores=True)
-    t1 = _check_number(t1, "t1", frames.where)
-    t2 = _check_number(t2, "t2", frames.where)
+    t1 = _check_number(t1, "t1")
+    t2 = _check_number(t2, "t2")
     if isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer)) or max_depth < 0:
-        raise SelectionError(f"{frames.where}: max_depth must be an int >= 0, not {max_depth!r}")
+        raise SelectionError(f"max_depth must be an int >= 0, not {max_depth!r}")
     m = frames.k if top_m is None else top_m
     if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m <= 0:
-        raise SelectionError(f"{frames.where}: top_m must be a positive int, not {top_m!r}")
+        raise SelectionError(f"top_m must be a positive int, not {top_m!r}")
     n, kk = frames.n, frames.k
     if kk >= n:
         return frames.frameset(np.arange(n))
@@ -196,13 +192,10 @@ def aks(
     return frames.chronological(picks)
 
 
+@strategy("bolt", needs_scores=True)
 def bolt(
-    timestamps: np.ndarray,
-    scores: np.ndarray,
-    k: int,
+    frames: Frames,
     *,
-    seed: int = 0,
-    sample_id: str = "",
     alpha: float = 3.0,
     grid: str = "midpoint",
 ) -> FrameSet:
@@ -211,10 +204,9 @@ def bolt(
     Worked example: scores [0, 1, 0, 0, 1, 0], alpha=1 -> weights 0,.5,0,0,.5,0, CDF
     0,.5,.5,.5,1,1; K=2 midpoint quantiles .25,.75 -> frames 1, 4. ``seed`` is unused.
     """
-    frames = prepare(timestamps, scores, k, strategy="bolt", sample_id=sample_id, needs_scores=True)
-    a = _check_number(alpha, "alpha", frames.where)
+    a = _check_number(alpha, "alpha")
     if a < 0:
-        raise SelectionError(f"{frames.where}: alpha must be >= 0, not {alpha!r}")
+        raise SelectionError(f"alpha must be >= 0, not {alpha!r}")
     n, kk = frames.n, frames.k
     if kk >= n:
         return frames.frameset(np.arange(n))
@@ -232,7 +224,7 @@ def bolt(
     elif grid == "bolt":
         u = np.linspace(1 / kk, 1 - 1 / kk, kk)
     else:
-        raise SelectionError(f"{frames.where}: unknown grid {grid!r} (known: midpoint, bolt)")
+        raise SelectionError(f"unknown grid {grid!r} (known: midpoint, bolt)")
     raw = np.minimum(np.searchsorted(cdf, u * total), n - 1)
     j = np.arange(kk)
     picks = np.maximum.accumulate(raw - j)

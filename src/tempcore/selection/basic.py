@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 
 from tempcore.records import FrameSet
-from tempcore.selection._common import SelectionError, check_k, derive_seed, prepare, random_keys, top_r
+from tempcore.selection._common import (
+    Frames,
+    SelectionError,
+    check_k,
+    derive_seed,
+    random_keys,
+    strategy,
+    top_r,
+)
 
 UNIFORM_VARIANTS = ("centres", "linspace", "linspace_round")
 
@@ -40,36 +48,18 @@ def uniform_positions(n: int, k: int, variant: str | None = None) -> np.ndarray:
     raise SelectionError(f"uniform: unknown variant {variant!r} (known: {', '.join(UNIFORM_VARIANTS)})")
 
 
-def uniform(
-    timestamps: np.ndarray,
-    scores: np.ndarray | None,
-    k: int,
-    *,
-    seed: int = 0,
-    sample_id: str = "",
-    variant: str | None = None,
-) -> FrameSet:
+@strategy("uniform", needs_scores=False)
+def uniform(frames: Frames, *, variant: str | None = None) -> FrameSet:
     """K frames at equal intervals over the video (see :func:`uniform_positions` for the variants).
 
     Example, 10 frames, K=4: centres -> [1, 3, 6, 8] (``floor(1.25), floor(3.75), ...``);
     linspace -> [0, 3, 6, 9]. ``scores`` and ``seed`` are ignored.
     """
-    frames = prepare(timestamps, scores, k, strategy="uniform", sample_id=sample_id, needs_scores=False)
-    try:
-        positions = uniform_positions(frames.n, frames.k, variant)
-    except SelectionError as exc:
-        raise SelectionError(f"{frames.where}: {exc}") from None
-    return frames.frameset(positions)
+    return frames.frameset(uniform_positions(frames.n, frames.k, variant))
 
 
-def random(
-    timestamps: np.ndarray,
-    scores: np.ndarray | None,
-    k: int,
-    *,
-    seed: int = 0,
-    sample_id: str = "",
-) -> FrameSet:
+@strategy("random", needs_scores=False)
+def random(frames: Frames, *, seed: int, sample_id: str) -> FrameSet:
     """K distinct frames drawn uniformly at random, shown chronologically.
 
     The draw is seeded with ``derive_seed(seed, sample_id)``, so a rerun gives the same frames
@@ -77,27 +67,19 @@ def random(
     the K frames with the smallest keys (a uniformly random K-subset; exact ties, which have
     probability about L^2 / 2^65, go to the earlier frame).
     """
-    frames = prepare(timestamps, scores, k, strategy="random", sample_id=sample_id, needs_scores=False)
     if frames.k >= frames.n:
         return frames.frameset(np.arange(frames.n))
     keys = random_keys(derive_seed(seed, sample_id), frames.n)
     return frames.frameset(top_r(~keys, frames.k))
 
 
-def single(
-    timestamps: np.ndarray,
-    scores: np.ndarray | None,
-    k: int,
-    *,
-    seed: int = 0,
-    sample_id: str = "",
-) -> FrameSet:
+@strategy("single", needs_scores=False)
+def single(frames: Frames, *, seed: int, sample_id: str) -> FrameSet:
     """One frame drawn uniformly at random (TVBench's single-random-frame ablation).
 
     Seeded with ``derive_seed(seed, sample_id, "single")``. The condition's K is checked but
     not used: the model is shown one frame by definition, so ``requested`` is 1 (no shortfall).
     """
-    frames = prepare(timestamps, scores, k, strategy="single", sample_id=sample_id, needs_scores=False)
     key = random_keys(derive_seed(seed, sample_id, "single"), 1)[0]
     return frames.frameset(np.array([int(key) % frames.n]), requested=1)
 

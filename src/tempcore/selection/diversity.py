@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from tempcore.records import FrameSet
-from tempcore.selection._common import Frames, prepare, top_r
+from tempcore.selection._common import Frames, prepare, strategy, top_r
 
 
 def _selection_order(t: np.ndarray, s: np.ndarray, k: int) -> np.ndarray:
@@ -81,9 +81,8 @@ def _diverse(frames: Frames, lowest_first: bool) -> FrameSet:
     return frames.chronological(_selection_order(frames.t, s, frames.k))
 
 
-def maxprob(
-    timestamps: np.ndarray, scores: np.ndarray, k: int, *, seed: int = 0, sample_id: str = ""
-) -> FrameSet:
+@strategy("maxprob", needs_scores=True)
+def maxprob(frames: Frames) -> FrameSet:
     """The K highest-scoring frames under the per-second diversity rule, shown chronologically.
 
     Worked example (3 seconds x 3 frames, scores in brackets)::
@@ -97,16 +96,13 @@ def maxprob(
     ``seed`` is accepted for the common strategy signature and unused (the rule is deterministic).
     Fewer than K frames: all of them, ``requested=k`` records the shortfall.
     """
-    return _diverse(prepare(timestamps, scores, k, strategy="maxprob", sample_id=sample_id,
-                            needs_scores=True), lowest_first=False)
+    return _diverse(frames, lowest_first=False)
 
 
-def minprob(
-    timestamps: np.ndarray, scores: np.ndarray, k: int, *, seed: int = 0, sample_id: str = ""
-) -> FrameSet:
+@strategy("minprob", needs_scores=True)
+def minprob(frames: Frames) -> FrameSet:
     """The K lowest-scoring frames under the same per-second rule (ranking reversed), chronological.
 
     Equal to :func:`maxprob` of the negated scores, ties included.
     """
-    return _diverse(prepare(timestamps, scores, k, strategy="minprob", sample_id=sample_id,
-                            needs_scores=True), lowest_first=True)
+    return _diverse(frames, lowest_first=True)

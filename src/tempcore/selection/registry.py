@@ -1,49 +1,79 @@
-"""The strategy registry and ``select``: a Condition (+ frames and scores) -> the frames shown."""
+"""The strategy registry and ``select``: a Condition (+ frames and scores) -> the frames shown.
+
+:data:`STRATEGIES` is a :class:`tempcore.registry.Registry` of strategy functions. Add one with
+``@strategy(name, needs_scores=..., register=True)`` (:func:`tempcore.selection.strategy`), with
+``STRATEGIES.register(name, fn)``, or from another package through the ``tempcore.strategies``
+entry-point group.
+"""
 
 from __future__ import annotations
 
-import difflib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from tempcore.records import Condition, FrameSet
+from tempcore.registry import GROUPS, Registry, did_you_mean
 from tempcore.selection import ablations, adaptive, basic, diversity, windows
 from tempcore.selection._common import SelectionError, prepare
 
 Strategy = Callable[..., "FrameSet | list[FrameSet]"]
 
-STRATEGIES: Mapping[str, Strategy] = {
-    "maxprob": diversity.maxprob,
-    "minprob": diversity.minprob,
-    "uniform": basic.uniform,
-    "random": basic.random,
-    "oracle": windows.oracle,
-    "noframe": basic.noframe,
-    "single": basic.single,
-    "shuffled": ablations.shuffled,
-    "reversed": ablations.reversed,
-    "aks": adaptive.aks,
-    "bolt": adaptive.bolt,
-}
+
+def _unknown_strategy(name: str, known: list[str]) -> SelectionError:
+    return SelectionError(f"unknown strategy {name!r}{did_you_mean(name, known, cutoff=0.5)} (known: {', '.join(known)})")
+
+
+def _check_strategy(name: str, fn: Any) -> None:
+    if not callable(fn):
+        raise SelectionError(f"strategy {name!r}: {fn!r} is not callable")
+
+
+STRATEGIES: Registry[Strategy] = Registry(
+    "strategy", group=GROUPS["strategies"], check=_check_strategy, unknown=_unknown_strategy, error=SelectionError
+)
 """Every strategy by name. Each is ``f(timestamps, scores, k, *, seed, sample_id, **params)``."""
 
+for _name, _fn in (
+    ("maxprob", diversity.maxprob),
+    ("minprob", diversity.minprob),
+    ("uniform", basic.uniform),
+    ("random", basic.random),
+    ("oracle", windows.oracle),
+    ("noframe", basic.noframe),
+    ("single", basic.single),
+    ("shuffled", ablations.shuffled),
+    ("reversed", ablations.reversed),
+    ("aks", adaptive.aks),
+    ("bolt", adaptive.bolt),
+):
+    STRATEGIES.register(_name, _fn)
+
 SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
-"""Strategies that rank frames by score (they need ``scores``; the others ignore them)."""
+"""The built-in strategies that rank frames by score (they need ``scores``; the others ignore them)."""
+
+REORDERING = frozenset({"shuffled", "reversed"})
+"""Strategies that show a base strategy's frames (named by the variant) in another order."""
 
 
 def get_strategy(name: str) -> Strategy:
     """The strategy called ``name``; an unknown name raises SelectionError with the closest names."""
-    try:
-        return STRATEGIES[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), list(STRATEGIES), n=3, cutoff=0.5)
-        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise SelectionError(
-            f"unknown strategy {name!r}{hint} (known: {', '.join(sorted(STRATEGIES))})"
-        ) from None
+    return STRATEGIES.get(name)  # type: ignore[no-any-return]
+
+
+def needs_scores(strategy: str, variant: str | None = None) -> bool:
+    """Whether ``strategy`` (with ``variant``) ranks frames by score, so a run must score the frames.
+
+    True for :data:`SCORE_BASED`, for a strategy made by :func:`tempcore.selection.strategy` with
+    ``needs_scores=True``, and for ``shuffled`` / ``reversed`` of such a base.
+    """
+    if strategy in REORDERING:
+        return needs_scores((variant or "uniform").split(":")[0])
+    if strategy in SCORE_BASED:
+        return True
+    return bool(getattr(STRATEGIES.get(strategy, None), "needs_scores", False))  # unknown: selection says so
 
 
 def _accepted(fn: Strategy) -> tuple[set[str], bool]:

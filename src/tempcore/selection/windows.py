@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from tempcore.records import FrameSet
-from tempcore.selection._common import SelectionError, check_k, prepare
+from tempcore.selection._common import Frames, SelectionError, check_k, strategy
 
 DEFAULT_MAX_WINDOWS = 50
 
@@ -61,26 +61,16 @@ def window_starts(
     return starts[(2 * j * (count - 1) + (cap - 1)) // (2 * (cap - 1))]
 
 
+@strategy("oracle", needs_scores=False)
 def oracle(
-    timestamps: np.ndarray,
-    scores: np.ndarray | None,
-    k: int,
-    *,
-    seed: int = 0,
-    sample_id: str = "",
-    stride: int | None = None,
-    max_windows: int = DEFAULT_MAX_WINDOWS,
+    frames: Frames, *, stride: int | None = None, max_windows: int = DEFAULT_MAX_WINDOWS
 ) -> list[FrameSet]:
     """One FrameSet per oracle window, in window order; each holds K consecutive frames, chronologically.
 
     Example: 10 frames, K=4, S=4 -> starts 0, 4 and the end-aligned 6 -> windows
     [0-3], [4-7], [6-9]. ``scores`` and ``seed`` are ignored.
     """
-    frames = prepare(timestamps, scores, k, strategy="oracle", sample_id=sample_id, needs_scores=False)
-    try:
-        starts = window_starts(frames.n, frames.k, stride=stride, max_windows=max_windows)
-    except SelectionError as exc:
-        raise SelectionError(f"{frames.where}: {exc}") from None
+    starts = window_starts(frames.n, frames.k, stride=stride, max_windows=max_windows)
     width = min(frames.k, frames.n)
     positions = starts[:, None] + np.arange(width, dtype=np.int64)[None, :]
     indices = frames.indices(positions).tolist()

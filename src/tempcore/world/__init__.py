@@ -11,7 +11,11 @@ family and why its category holds), so a full audit can be scored against the tr
   of a :class:`Scene`, in memory (:mod:`.scene`);
 - :func:`recovery`: planted x recovered confusion and precision / recall (:mod:`.recovery`);
 - :func:`encoder_path`: the shipped frame-text encoder (a SigLIP-architecture HF folder, loaded with
-  :func:`tempcore.encoders.load_encoder`); :func:`tempcore.world.encoder_zoo.train_encoder` rebuilds it.
+  :func:`tempcore.encoders.load_encoder`, also by the name ``tempcore-world``);
+  :func:`tempcore.world.encoder_zoo.train_encoder` rebuilds it.
+- the ``zoo`` model backend (:class:`tempcore.world.answerers.ZooModel`) and the ``tempcore-world``
+  encoder are registered by entry points of tempcore's own ``pyproject.toml``; the library does not
+  import this package.
 
 Importing this package does not import torch or transformers.
 """
@@ -45,6 +49,10 @@ from tempcore.world.scene import (
 ZOO = Path(__file__).parent / "zoo"
 """Folder of the shipped model weights."""
 
+ENCODER_DIR = Path(__file__).resolve().parent / "zoo" / "encoder"
+"""Folder of the shipped encoder; the ``tempcore-world`` encoder name (an entry point of tempcore's
+``tempcore.encoders`` group) stands for it."""
+
 
 def encoder_path() -> Path:
     """Folder of the shipped encoder (``tempcore.encoders.load_encoder(encoder_path())`` loads it)."""
@@ -53,6 +61,7 @@ def encoder_path() -> Path:
 
 __all__ = [
     "BENCHMARK_NAME",
+    "ENCODER_DIR",
     "FAMILIES",
     "PLANTED_CATEGORIES",
     "RECOVERED_CATEGORIES",

@@ -88,7 +88,7 @@ CHAT_TEMPLATE = (
 
 def hf_path(zoo_dir: str | Path | None = None) -> Path:
     """Folder of the HF answerer (``zoo_dir`` / :data:`HF_NAME`, default the shipped zoo)."""
-    from tempcore.world.answerers import ZOO_DIR
+    from tempcore.world.answerers.constants import ZOO_DIR
 
     return Path(zoo_dir if zoo_dir is not None else ZOO_DIR) / HF_NAME
 
@@ -139,7 +139,7 @@ def build_tokenizer(texts: Sequence[str], vocab_size: int = 512) -> Any:
                              "pad_token": "<|endoftext|>"})
     fast.add_special_tokens({"additional_special_tokens": SPECIALS})
     from tempcore.records import LETTERS
-    from tempcore.world.answerers import ZooError
+    from tempcore.world.answerers.constants import ZooError
 
     split = [letter for letter in LETTERS if len(fast.encode(f" {letter}", add_special_tokens=False)) != 1]
     if split:  # the hf adapter scores and the model must emit the same single letter tokens
@@ -295,7 +295,7 @@ def open_inputs(processor: Any, sampler: Any, n: int, k: int, rng: np.random.Gen
 def caption_inputs(processor: Any, world: Any, n: int, rng: np.random.Generator) -> tuple[Any, list[int]]:
     """``n`` captioning rows: one frame of a random scene (half inside an event window, 70% degraded like
     video) asked :data:`CAPTION_PROMPT`, answered with its full caption (:func:`captions_for_frame`)."""
-    from tempcore.world.answerers import _frames_in, _scene_windows, degrade
+    from tempcore.world.answerers.sampling import _frames_in, _scene_windows, degrade
     from tempcore.world.scene import captions_for_frame, render_frames
 
     frames, captions = [], []
@@ -363,7 +363,9 @@ def train_hf_answerer(
     """
     import torch
 
-    from tempcore.world.answerers import TRAIN_SEED_BASE, ExampleSampler, training_world
+    from tempcore.world.answerers.constants import TRAIN_SEED_BASE
+    from tempcore.world.answerers.sampling import ExampleSampler
+    from tempcore.world.answerers.training import training_world
 
     world = world if world is not None else training_world(seed, n_questions)
     sampler = ExampleSampler(world)

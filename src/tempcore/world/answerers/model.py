@@ -1,0 +1,221 @@
+"""A loaded zoo member (safetensors I/O) and :class:`ZooModel`, the ``zoo`` backend of the model registry.
+
+This is the module a run imports; training code lives in :mod:`.training` and is not imported here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tempcore.models._batching import run_with_fallback
+from tempcore.models.base import (
+    ModelConfigError,
+    ModelError,
+    ModelRequest,
+    ModelResponse,
+    ModelSpec,
+    check_method,
+)
+from tempcore.records import LETTERS
+from tempcore.world.answerers.constants import ANSWERER_DIR, FORMAT, GREY, IMAGE_SIDE, MEMBERS, ZooError
+from tempcore.world.answerers.nets import AnswererNet, frames_tensor
+from tempcore.world.answerers.text import TextCodec, _bag, question_text, vocabulary
+
+
+@dataclass(frozen=True)
+class Answerer:
+    """A member's network, text codec and configuration (what :func:`load_answerer` returns)."""
+
+    name: str
+    kind: str
+    net: AnswererNet
+    codec: TextCodec
+    config: dict[str, Any]
+    weights_sha256: str
+
+    def scores(self, requests: Sequence[ModelRequest]) -> torch.Tensor:
+        """Option scores ``(B, n)`` for requests with the same number of options and of images."""
+        n = len(requests[0].options)
+        questions = [question_text(r.prompt, n) for r in requests]
+        options = [o for r in requests for o in r.options]
+        frames = None
+        if self.kind != "text":
+            stacks = [frames_tensor(r.images or (_grey_image(),)) for r in requests]
+            frames = torch.stack(stacks)
+        with torch.inference_mode():
+            return self.net(frames, _bag(self.codec, questions), _bag(self.codec, options), n)
+
+
+def _grey_image(side: int = IMAGE_SIDE) -> np.ndarray:
+    return np.full((side, side, 3), GREY, dtype=np.uint8)
+
+
+def member_paths(name_or_path: str | Path, zoo_dir: str | Path | None = None) -> tuple[Path, Path]:
+    """``(weights.safetensors, config.json)`` of a member name (in ``zoo_dir``, default the shipped
+    zoo) or of a path to a member's ``.safetensors`` file (its config is the ``.json`` beside it)."""
+    text = str(name_or_path)
+    if text in MEMBERS or not text.endswith(".safetensors"):
+        folder = Path(zoo_dir) if zoo_dir is not None else ANSWERER_DIR
+        weights = folder / f"{text}.safetensors"
+    else:
+        weights = Path(text)
+    return weights, weights.with_suffix(".json")
+
+
+def load_answerer(name_or_path: str | Path, zoo_dir: str | Path | None = None, device: str = "cpu") -> Answerer:
+    """Load a member (see :func:`member_paths`); raises :class:`ZooError` naming the missing file."""
+    from safetensors.torch import load_file
+
+    weights, config_path = member_paths(name_or_path, zoo_dir)
+    for path in (weights, config_path):
+        if not path.is_file():
+            known = ", ".join(MEMBERS)
+            raise ZooError(f"zoo answerer {name_or_path!r}: {path} not found (shipped members: {known})")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ZooError(f"{config_path}: unreadable: {exc}") from exc
+    if config.get("format") != FORMAT:
+        raise ZooError(f"{config_path}: format {config.get('format')!r}, expected {FORMAT!r}")
+    codec = TextCodec(tuple(config["vocab"]), int(config["buckets"]))
+    net = AnswererNet(
+        config["kind"], codec.size, len(config["colours"]), len(config["shapes"]), int(config["dim"])
+    )
+    try:
+        net.load_state_dict(load_file(str(weights)), strict=True)
+    except (RuntimeError, OSError) as exc:
+        raise ZooError(f"{weights}: weights do not fit a {config['kind']!r} answerer: {exc}") from exc
+    digest = hashlib.sha256(weights.read_bytes()).hexdigest()
+    return Answerer(str(config["name"]), config["kind"], net.to(device).eval(), codec, config, digest)
+
+
+def save_answerer(
+    folder: str | Path, name: str, net: AnswererNet, codec: TextCodec, extra: Mapping[str, Any] | None = None
+) -> Path:
+    """Write ``<name>.safetensors`` and ``<name>.json`` into ``folder``; returns the weights path."""
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    weights = folder / f"{name}.safetensors"
+    state = {k: v.detach().contiguous().cpu() for k, v in net.state_dict().items()}
+    # one metadata key: safetensors writes a map's keys in no fixed order, and rebuilds must be byte-identical
+    save_file(state, str(weights), metadata={"format": FORMAT})
+    weights.chmod(0o644)  # safetensors writes owner-only files; package data must be world-readable
+    config = {
+        "format": FORMAT,
+        "name": name,
+        "kind": net.kind,
+        "dim": net.dim,
+        "image_side": IMAGE_SIDE,
+        "buckets": codec.buckets,
+        "vocab": list(codec.vocab),
+        "colours": vocabulary()[0],
+        "shapes": vocabulary()[1],
+        **dict(extra or {}),
+    }
+    weights.with_suffix(".json").write_text(json.dumps(config, indent=1) + "\n", encoding="utf-8")
+    return weights
+
+
+class ZooModel:
+    """A zoo member behind :class:`tempcore.models.Model` (backend ``zoo``).
+
+    ``spec.model`` is a member name (:data:`MEMBERS`, looked up in ``spec.extra["zoo_dir"]`` or the
+    shipped zoo) or a path to a member's ``.safetensors``. ``revision`` is ``spec.revision`` or the
+    first 12 hex digits of the weights' SHA-256. ``device="auto"`` means CPU (the members are tiny).
+    """
+
+    supports_option_scores = True
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.name = spec.display_name
+        device = "cpu" if spec.device == "auto" else spec.device
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError) as exc:
+            raise ModelConfigError(f"model {self.name}: unknown torch device {device!r}") from exc
+        if spec.dtype not in ("auto", "float32"):
+            raise ModelConfigError(f"model {self.name}: zoo answerers run in float32, not {spec.dtype!r}")
+        try:
+            self.answerer: Answerer | None = load_answerer(spec.model, spec.extra.get("zoo_dir"), device)
+        except ZooError as exc:
+            raise ModelError(f"model {self.name}: {exc}") from exc
+        self.revision = spec.revision or self.answerer.weights_sha256[:12]
+
+    @classmethod
+    def from_spec(cls, spec: ModelSpec) -> ZooModel:
+        return cls(spec)
+
+    def _problem(self, request: ModelRequest) -> str | None:
+        if len(request.options) < 2:
+            return f"request {request.key!r}: zoo answerers need at least two options"
+        if self.spec.max_frames is not None and len(request.images) > self.spec.max_frames:
+            return (
+                f"request {request.key!r}: {len(request.images)} images exceed this model's "
+                f"max_frames={self.spec.max_frames}"
+            )
+        return None
+
+    def answer(self, requests: Sequence[ModelRequest], *, method: str = "generate") -> list[ModelResponse]:
+        """One response per request: the argmax letter and the log-softmax over the options."""
+        check_method(self, method)
+        if self.answerer is None:
+            raise ModelError(f"model {self.name}: closed")
+        answerer = self.answerer
+        results: dict[int, ModelResponse] = {}
+        groups: dict[tuple[int, int], list[int]] = {}
+        for i, request in enumerate(requests):
+            problem = self._problem(request)
+            if problem is not None:
+                results[i] = ModelResponse.failure(problem)
+                continue
+            n_images = 0 if answerer.kind == "text" else max(1, len(request.images))
+            groups.setdefault((len(request.options), n_images), []).append(i)
+
+        def run(batch: list[int]) -> list[ModelResponse]:
+            start = time.perf_counter()
+            scores = answerer.scores([requests[i] for i in batch])
+            logprobs = torch.log_softmax(scores.double(), dim=-1)
+            latency = (time.perf_counter() - start) / len(batch)
+            out = []
+            for row in logprobs:
+                values = tuple(float(x) for x in row)
+                out.append(ModelResponse(LETTERS[int(torch.argmax(row))], values, latency))
+            return out
+
+        for indices in groups.values():
+            results.update(run_with_fallback(indices, run, self.spec.batch_size))
+        return [results[i] for i in range(len(requests))]
+
+    def close(self) -> None:
+        self.answerer = None
+
+    def __repr__(self) -> str:
+        return f"ZooModel(name={self.name!r}, revision={self.revision!r})"
+
+
+def zoo_specs(zoo_dir: str | Path | None = None, *, include_hf: bool | None = None) -> list[ModelSpec]:
+    """The panel: a :class:`ModelSpec` per member (backend ``zoo``) and the HF answerer (backend ``hf``).
+
+    ``include_hf=None`` includes the HF answerer when its weights are there (``tempcore world train``
+    builds them; the package ships the ``zoo`` members and the encoder).
+    """
+    from tempcore.world.hf_answerer import hf_path, hf_spec
+
+    extra = {} if zoo_dir is None else {"zoo_dir": str(Path(zoo_dir) / "answerers")}
+    specs = [ModelSpec(backend="zoo", model=name, extra=extra) for name in MEMBERS]
+    hf_dir = None if zoo_dir is None else Path(zoo_dir)
+    if include_hf or (include_hf is None and hf_path(hf_dir).is_dir()):
+        specs.append(hf_spec(hf_dir))
+    return specs
