@@ -189,8 +189,11 @@ class RunConfig:
                 benchmarks=tuple(benchmarks), conditions=tuple(conditions), models=tuple(models),
                 source=source, **data,
             )
+            from tempcore.selection.registry import STRATEGIES
+
             for c in cfg.conditions:
-                c.condition(cfg)  # validates strategy / mode / k
+                if c.strategy in STRATEGIES:  # an unknown one is reported (with the others) by check_config
+                    c.condition(cfg)  # validates mode / k
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from exc
         return cfg
@@ -271,7 +274,11 @@ def check_config(cfg: RunConfig) -> list[Any]:
             get_template(name)
         except TempcoreError as exc:
             problems.append(f"{label}: {exc}")
-    if cfg.needs_encoder and _looks_like_path(cfg.encoder) and not Path(cfg.encoder).expanduser().exists():
+    try:
+        needs_encoder = cfg.needs_encoder
+    except ConfigError:
+        needs_encoder = False  # an unknown strategy, reported above
+    if needs_encoder and _looks_like_path(cfg.encoder) and not Path(cfg.encoder).expanduser().exists():
         problems.append(f"encoder {cfg.encoder}: no such folder")
     if problems:
         raise ConfigError(f"{where}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
