@@ -368,3 +368,23 @@ def test_rows_stored_meanwhile_by_another_writer_count_as_discarded_not_done(tmp
     second = _run(_config(tmp_path))
     assert second.models[0].done == 0 and second.models[0].discarded == 9
     assert first.models[0].done == 9
+
+
+def test_damage_is_read_from_damage_or_the_truncation_flags() -> None:
+    from types import SimpleNamespace
+
+    from tempcore.runner import _damage_of
+
+    assert _damage_of(SimpleNamespace(damage="garbled data at 4.1 s")) == "garbled data at 4.1 s"
+    assert _damage_of(SimpleNamespace(truncated=True, error="moov atom cut")) == (
+        "truncated: the decoder stopped early (moov atom cut)")
+    assert _damage_of(SimpleNamespace(truncated_video=True)) == "truncated: the decoder stopped early"
+    assert _damage_of(SimpleNamespace(truncated=False, damage=None)) is None
+
+
+def test_progress_bars_reach_the_total(tmp_path: Path, capsys) -> None:
+    _write_world(tmp_path)
+    run(_config(tmp_path), progress=True, log=lambda _m: None, model_factory=FakeModel)
+    err = capsys.readouterr().err
+    assert "toy: frames" in err and "3/3" in err  # three videos probed
+    assert "9/9" in err  # nine requests answered

@@ -330,7 +330,7 @@ def _timelines(
             if isinstance(r, FrameScores):
                 tl = out.setdefault(r.sample_id, _Timeline(np.asarray(r.timestamps), {}))
                 tl.scores[r.mode] = np.asarray(r.s)
-                damage = getattr(r, "damage", None)
+                damage = _damage_of(r)
                 if damage:
                     if tl.damage is None:
                         log(f"  damaged video (sample {r.sample_id}): {damage}")
@@ -347,7 +347,7 @@ def _timelines(
             path = resolve_video(s, video_root)
             try:
                 info = probe(path, cfg.fps, start=s.start, end=s.end, media=s.media)
-                damage = getattr(info, "damage", None)
+                damage = _damage_of(info)
                 out[s.sample_id] = _Timeline(np.asarray(info.timestamps, dtype=np.float64), {},
                                              None if not damage else str(damage))
                 if damage:
@@ -362,6 +362,20 @@ def _timelines(
     plan.damaged_videos = sorted(damaged)
     # A sample whose scores failed for one mode but not another keeps only complete entries.
     return {sid: v for sid, v in out.items() if set(v.scores) >= set(modes)}
+
+
+def _damage_of(result: Any) -> str | None:
+    """What the decoder reported as damage for a scoring / probe result, ``None`` for a clean decode.
+
+    ``damage`` (text) when the result carries it; otherwise the older flags: ``truncated`` /
+    ``truncated_video`` (the file stopped early) with ``error`` when given."""
+    damage = getattr(result, "damage", None)
+    if damage:
+        return str(damage)
+    if getattr(result, "truncated", False) or getattr(result, "truncated_video", False):
+        error = getattr(result, "error", None)
+        return "truncated: the decoder stopped early" + (f" ({error})" if error else "")
+    return None
 
 
 def _bar(total: int, desc: str, enabled: bool) -> Any:
