@@ -388,3 +388,27 @@ def test_progress_bars_reach_the_total(tmp_path: Path, capsys) -> None:
     err = capsys.readouterr().err
     assert "toy: frames" in err and "3/3" in err  # three videos probed
     assert "9/9" in err  # nine requests answered
+
+
+def test_cli_stops_on_changed_fingerprints_and_recompute_replaces(tmp_path: Path, monkeypatch, capsys) -> None:
+    import yaml
+
+    from tempcore.cli import main
+
+    _write_world(tmp_path)
+    monkeypatch.setattr("tempcore.runner._default_factory", FakeModel)
+    cfg = _config(tmp_path).to_dict()
+    cfg.pop("source")
+    cfg["lambda"] = cfg.pop("lam")
+    path = tmp_path / "run.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    assert main(["run", "--config", str(path), "--no-progress"]) == 0
+    cfg["models"][0]["prompt_template"] = "letter_only"
+    path.write_text(yaml.safe_dump(cfg))
+    capsys.readouterr()
+    assert main(["run", "--config", str(path), "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "model fake: prompt template changed (9 stored predictions)" in err and "--recompute" in err
+    assert main(["run", "--config", str(path), "--no-progress", "--recompute", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["models"][0]["replaced"] == 9
