@@ -575,3 +575,14 @@ def test_import_of_stored_rows_says_why_nothing_was_stored(tmp_path: Path, capsy
     out = capsys.readouterr()
     text = out.out + out.err
     assert "0 stored" in text and "2 rows" in text and "already stored" in text and "--overwrite" in text
+
+
+def test_fingerprint_conflicts_name_models_answered_by_different_entries() -> None:
+    from tempcore.tidy import fingerprint_conflicts
+
+    base = _predictions()
+    preds = [dataclasses.replace(p, model_fingerprint=fp) for p, fp in zip(base, ["a", "b", "", "c"])]
+    # qwen's two rows come from two model entries; llava has one known fingerprint and one unknown
+    assert fingerprint_conflicts(predictions_table(preds)) == {"qwen": ["a", "b"]}
+    assert fingerprint_conflicts(predictions_table(base)) == {}
+    assert fingerprint_conflicts(pa.table(_base_rows())) == {}

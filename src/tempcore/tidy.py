@@ -683,6 +683,22 @@ def import_table(
     return run_id, len(predictions), store.put(predictions, run_id, overwrite=overwrite)
 
 
+def fingerprint_conflicts(table: pa.Table) -> dict[str, list[str]]:
+    """Models whose rows carry more than one ``model_fingerprint``: ``model -> sorted fingerprints``.
+
+    For ``diagnose`` / ``accuracy``, which must not pool rows of one model name answered by different
+    model entries (another prompt, revision, method ...). Empty fingerprints (unknown: tables made
+    elsewhere, stores before schema v2) are not a conflict by themselves, and a table without the
+    column has none."""
+    if "model_fingerprint" not in table.column_names:
+        return {}
+    seen: dict[str, set[str]] = {}
+    for model, fp in zip(table.column("model").to_pylist(), table.column("model_fingerprint").to_pylist()):
+        if fp:
+            seen.setdefault(model, set()).add(fp)
+    return {m: sorted(fps) for m, fps in sorted(seen.items()) if len(fps) > 1}
+
+
 def file_sha256(path: str | os.PathLike[str]) -> str:
     """SHA-256 (hex) of a file's bytes, recorded in import manifests."""
     digest = hashlib.sha256()
@@ -922,6 +938,7 @@ __all__ = [
     "LmmsEvalImportError",
     "PredictionsTableError",
     "file_sha256",
+    "fingerprint_conflicts",
     "import_lmms_eval",
     "import_table",
     "infer_format",
