@@ -44,3 +44,31 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     assert main(["demo", "--out", str(out), "--questions", "28", "--no-progress", "--json"]) == 0
     again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert again["scoring"] == result["scoring"]
+
+
+@pytest.mark.timeout(300)
+def test_demo_into_a_folder_of_another_world_replaces_instead_of_reusing(tmp_path, capsys):
+    """Issue 9, defect 1: a smaller world generated into a folder that holds a larger one has other
+    questions under some of the same ids; the demo must not reuse their answers (nor fail on the
+    larger world's leftover rows)."""
+    out = tmp_path / "demo"
+    assert main(["demo", "--out", str(out), "--questions", "16", "--no-progress", "--json"]) == 0
+    capsys.readouterr()
+    assert main(["demo", "--out", str(out), "--questions", "12", "--no-progress", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    for rec in result["scoring"].values():
+        assert sum(sum(row.values()) for row in rec["confusion"].values()) == 12
+    summary = json.loads((out / "run" / "summary.json").read_text())
+    assert sum(m["replaced"] for m in summary["models"]) > 0
+    assert len(summary["runs"]) == 2
+    # every stored answer of the current world's samples was made for the current question
+    from tempcore.store import RunStore
+
+    ids = {json.loads(line)["id"] for line in (out / "world" / "annotations.jsonl").read_text().splitlines()}
+    assert len(ids) == 12
+    with RunStore.open(out / "run") as store:
+        hashes = {}
+        for row in store.prediction_rows():
+            if row["sample_id"] in ids:
+                hashes.setdefault(row["sample_id"], set()).add(row["sample_hash"])
+    assert set(hashes) == ids and all(len(h) == 1 for h in hashes.values())

@@ -260,3 +260,47 @@ def test_sigkill_during_run_then_resume_matches_uninterrupted(world, tmp_path):
     got = rows_of(tmp_path / "killed" / "store.sqlite")
     assert got.keys() == expected.keys()
     assert got == expected
+
+
+class _OtherWeights:
+    """The same encoder under another fingerprint: what replacing a local folder's weights looks like."""
+
+    def __init__(self, encoder: object) -> None:
+        self._encoder = encoder
+        self.fingerprint = "f" * 64
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._encoder, name)
+
+
+class _LetterA:
+    def __init__(self, spec: object) -> None:
+        self.name = spec.display_name  # type: ignore[attr-defined]
+        self.revision = None
+        self.supports_option_scores = False
+
+    def answer(self, requests, *, method="generate"):  # noqa: ANN001
+        return [ModelResponse("A") for _ in requests]
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_changed_encoder_is_not_reused_for_score_based_conditions(world, tmp_path):
+    from tempcore.encoders import load_encoder
+    from tempcore.runner import RunError
+
+    cfg = load_config(write_config(world, tmp_path / "run",
+                                   conditions=[{"strategy": "maxprob", "mode": "qa"}, {"strategy": "uniform"}]))
+    enc = load_encoder(str(world["enc"]), device="cpu")
+    quiet = {"progress": False, "log": lambda _m: None, "model_factory": _LetterA}
+    first = run(cfg, encoder=enc, **quiet)
+    assert first.models[0].done == 8  # 4 videos x (maxprob, uniform)
+    with RunStore.open(tmp_path / "run") as s:
+        by_strategy = {Condition.from_key(p.condition).strategy: p.encoder_fingerprint for p in s.predictions()}
+    assert by_strategy == {"maxprob": enc.fingerprint, "uniform": None}
+    # the condition key names the encoder (encoder=<path>), but not its weights: the fingerprint does
+    with pytest.raises(RunError, match=r"the encoder changed \(fingerprint\) for 4 stored predictions"):
+        run(cfg, encoder=_OtherWeights(enc), **quiet)
+    again = run(cfg, encoder=_OtherWeights(enc), recompute=True, **quiet)
+    assert again.models[0].replaced == 4 and again.models[0].stored_before == 4

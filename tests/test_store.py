@@ -24,6 +24,7 @@ from tempcore.records import Condition, Failure, FrameSet, Prediction
 from tempcore.store import (
     MIGRATIONS,
     REDACTED,
+    SCHEMA_VERSION,
     RunStore,
     StoreError,
     is_secret_key,
@@ -56,6 +57,11 @@ def make_prediction(i: int, *, model: str = "m", tag: str = "", condition: str =
         answer_method="option_scores" if i % 5 == 0 else "generate",
         option_probs=probs,
         parse_error="no letter found" if answer is None else None,
+        sample_hash=f"sample{i}",
+        model_fingerprint=f"model-{model}",
+        encoder_fingerprint="enc" if i % 3 else None,
+        n_frames=None if i % 4 == 0 else 20 + i,
+        video_damage="truncated" if i % 6 == 1 else None,
     )
 
 
@@ -292,7 +298,7 @@ def test_open_run_directory_and_errors(tmp_path: Path) -> None:
         assert s.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert s.connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert s.connection.execute("PRAGMA busy_timeout").fetchone()[0] > 0
-        assert s.schema_version == 1
+        assert s.schema_version == SCHEMA_VERSION == 2
     assert resolve_store_path(run_dir) == run_dir / "store.sqlite"
     assert resolve_store_path(tmp_path / "new_run") == tmp_path / "new_run" / "store.sqlite"
     assert resolve_store_path(tmp_path / "file.db") == tmp_path / "file.db"
@@ -319,16 +325,77 @@ def test_migration_hook_and_newer_schema(tmp_path: Path, monkeypatch: pytest.Mon
     def add_notes(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE predictions ADD COLUMN notes TEXT")
 
-    monkeypatch.setitem(MIGRATIONS, 1, add_notes)
-    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 2)
+    monkeypatch.setitem(MIGRATIONS, 2, add_notes)
+    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 3)
     with RunStore(path) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == 3
         cols = [r[1] for r in s.connection.execute("PRAGMA table_info(predictions)")]
         assert "notes" in cols
         assert list(s.predictions()) == [make_prediction(1)]
-    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 1)
+    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 2)
     with pytest.raises(StoreError, match="newer tempcore"):
         RunStore(path)
+
+
+# The v1 layout exactly as tempcore 0.x wrote it (before the identity columns).
+_V1_DDL = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, manifest TEXT NOT NULL);
+CREATE TABLE predictions (
+    benchmark TEXT NOT NULL, sample_id TEXT NOT NULL, model TEXT NOT NULL, condition TEXT NOT NULL,
+    response TEXT NOT NULL, answer INTEGER, correct INTEGER NOT NULL CHECK (correct IN (0, 1)),
+    frames TEXT, prompt_hash TEXT NOT NULL, latency_s REAL NOT NULL, answer_method TEXT NOT NULL,
+    option_probs TEXT, parse_error TEXT, target INTEGER,
+    run_id TEXT NOT NULL REFERENCES runs (run_id), created_at TEXT NOT NULL,
+    PRIMARY KEY (benchmark, sample_id, model, condition));
+CREATE TABLE failures (
+    benchmark TEXT NOT NULL, sample_id TEXT NOT NULL, model TEXT NOT NULL, condition TEXT NOT NULL,
+    error TEXT NOT NULL, attempts INTEGER NOT NULL, last_error_at TEXT NOT NULL,
+    run_id TEXT REFERENCES runs (run_id), PRIMARY KEY (benchmark, sample_id, model, condition));
+INSERT INTO schema_version VALUES (1);
+INSERT INTO runs VALUES ('old', '2026-01-01T00:00:00+00:00', '{}');
+INSERT INTO predictions VALUES ('b', 's1', 'm', 'uniform|k=8|fps=10|seed=0', '(B)', 1, 1,
+    '{"indices":[1,2],"timestamps":[0.1,0.2],"requested":8,"grey":false}', 'ab', 0.5, 'generate',
+    '[0.25,0.75]', NULL, 1, 'old', '2026-01-01T00:00:00+00:00');
+"""
+
+
+def test_a_v1_store_is_migrated_in_place_keeping_every_row(tmp_path: Path) -> None:
+    path = tmp_path / "v1.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(_V1_DDL)
+    con.close()
+    with RunStore(path) as s:
+        assert s.schema_version == 2
+        cols = [r[1] for r in s.connection.execute("PRAGMA table_info(predictions)")]
+    with RunStore(tmp_path / "fresh.sqlite") as fresh:
+        # same columns (ALTER TABLE appends, so the order differs; every statement names its columns)
+        assert sorted(cols) == sorted(r[1] for r in fresh.connection.execute("PRAGMA table_info(predictions)"))
+    with RunStore(path) as s:
+        (p,) = list(s.predictions())
+        assert (p.response, p.answer, p.correct, p.option_probs, p.target) == ("(B)", 1, 1, (0.25, 0.75), 1)
+        assert p.frames == FrameSet((1, 2), (0.1, 0.2), requested=8)
+        # fingerprints unknown: a run never takes this row for a match
+        assert (p.sample_hash, p.model_fingerprint, p.encoder_fingerprint, p.n_frames) == ("", "", None, None)
+        assert s.stored_identity([p.key]) == {p.key: ("", "", None)}
+        # the migrated store takes new rows with every column
+        run = s.start_run({})
+        q = make_prediction(3)
+        assert s.put([q], run) == 1 and q in list(s.predictions())
+
+
+def test_identity_columns_round_trip_and_fingerprint_data(store: RunStore) -> None:
+    import dataclasses
+
+    run = store.start_run({})
+    p = dataclasses.replace(make_prediction(4), sample_hash="sh", model_fingerprint="mf",
+                            encoder_fingerprint="ef", n_frames=310, video_damage="truncated at 17.0 s")
+    store.put([p], run)
+    assert list(store.predictions()) == [p]
+    assert store.stored_identity([p.key, ("x", "y", "z", COND)]) == {p.key: ("sh", "mf", "ef")}
+    assert store.put_fingerprints({"mf": ("model", {"model": "m", "api_key": "sk-secretsecretsecret00"})}) == 1
+    assert store.put_fingerprints({"mf": ("model", {"model": "other"})}) == 0  # first write wins
+    assert store.fingerprint_data(["mf", "nope"]) == {"mf": {"model": "m", "api_key": REDACTED}}
 
 
 # --- concurrency ------------------------------------------------------------------------

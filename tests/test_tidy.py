@@ -3,6 +3,7 @@ importing tidy tables and lmms-eval logs, and the ``tempcore export`` / ``tempco
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -175,9 +176,12 @@ def test_write_read_round_trip(store: RunStore, tmp_path: Path, suffix: str) -> 
         for row in original:
             row.update({k: None for k, v in row.items() if v == ""})
     assert again == original
-    # and back to the very same predictions
+    # and back to the very same predictions, the target now known from the samples (the export
+    # added it, and the import keeps it: soft scoring still works after a merge)
     got = sorted(table_to_predictions(back, str(path)), key=lambda p: p.key)
-    assert got == sorted(_predictions(), key=lambda p: p.key)
+    answers = {(s.benchmark, s.sample_id): s.answer for s in SAMPLES}
+    expected = [dataclasses.replace(p, target=answers.get((p.benchmark, p.sample_id))) for p in _predictions()]
+    assert got == sorted(expected, key=lambda p: p.key)
     assert not list(tmp_path.glob(".*.tmp"))
 
 
@@ -488,3 +492,97 @@ def test_cli_import_lmms_eval_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     assert main([*base, "--skip-bad"]) == 0
     captured = capsys.readouterr()
     assert "skipped" in captured.err and "1 lines skipped), 1 stored" in captured.out
+
+
+# --- tables from elsewhere (issue 9, defect 4) and the merge path (defect 3) -------------------
+
+
+def test_empty_mode_and_k_from_elsewhere(tmp_path: Path) -> None:
+    path = tmp_path / "hga.csv"
+    path.write_text(
+        "benchmark,sample_id,model,strategy,mode,k,window,correct,answer\n"
+        "b,1,hga,uniform,,8,,1,0\n"
+        "b,2,hga,noframe,,,,0,1\n"
+        "b,3,hga,hga_native,,,,1,2\n"
+    )
+    table = read_predictions(path)
+    assert table.column("mode").to_pylist() == ["none", "none", "none"]
+    assert table.column("k").to_pylist() == [8, None, None]
+    preds = {p.sample_id: p for p in table_to_predictions(table, str(path))}
+    assert preds["1"].condition == "uniform|mode=none|k=8|fps=10|seed=0"
+    assert Condition.from_key(preds["2"].condition).k is None and "k=unknown" in preds["2"].condition
+    assert Condition.from_key(preds["3"].condition).strategy == "hga_native"
+    with RunStore(tmp_path / "s.sqlite") as s:
+        assert import_table(path, s)[1:] == (3, 3)
+        again = predictions_table(s)
+    assert sorted(again.column("k").to_pylist(), key=str) == [8, None, None]
+
+
+def test_empty_mode_of_a_score_based_strategy_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("benchmark,sample_id,model,strategy,mode,k,window,correct\nb,1,m,uniform,,8,,1\nb,2,m,maxprob,,8,,0\n")
+    with pytest.raises(PredictionsTableError, match=r"t.csv: row 2: empty mode for strategy 'maxprob'.*q or qa"):
+        read_predictions(path)
+
+
+def test_strategy_names_case_insensitive_or_rejected_with_a_suggestion(tmp_path: Path) -> None:
+    cols = _base_rows()
+    cols["strategy"] = ["MaxProb", "MINPROB"]
+    table = validate_table(pa.table(cols), "t")
+    assert table.column("strategy").to_pylist() == ["maxprob", "minprob"]
+    cols["condition"] = ["MaxProb|mode=qa|k=32|fps=10|seed=0", "minprob|mode=qa|k=32|fps=10|seed=0"]
+    cols["answer"] = [0, 1]
+    assert [Condition.from_key(p.condition).strategy for p in table_to_predictions(pa.table(cols))] == [
+        "maxprob", "minprob"]
+    cols = _base_rows()
+    cols["strategy"] = ["maxprob", "maxprb"]
+    with pytest.raises(PredictionsTableError, match=r"t: row 2: unknown strategy 'maxprb'; did you mean 'maxprob'"):
+        validate_table(pa.table(cols), "t")
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_export_import_export_keeps_p_correct(tmp_path: Path, suffix: str, capsys) -> None:
+    """The README's multi-machine path: export a shard, import it elsewhere, export again."""
+    answers = {(s.benchmark, s.sample_id): s.answer for s in SAMPLES}
+    with RunStore(tmp_path / "shard" / "store.sqlite") as s:
+        s.put([dataclasses.replace(p, target=answers.get((p.benchmark, p.sample_id))) for p in _predictions()],
+              s.start_run({}))
+    shard = tmp_path / f"shard{suffix}"
+    assert main(["export", "predictions", "--run", str(tmp_path / "shard"), "--out", str(shard)]) == 0
+    first = read_predictions(shard)
+    assert first.column("p_correct").null_count < first.num_rows  # option_probs + target known
+    merged = tmp_path / "merged"
+    assert main(["import", "table", str(shard), "--store", str(merged)]) == 0
+    again = tmp_path / f"again{suffix}"
+    assert main(["export", "predictions", "--run", str(merged), "--out", str(again)]) == 0
+    second = read_predictions(again)
+    key = lambda r: (r["sample_id"], r["condition"])  # noqa: E731
+    drop = ("run_id", "created_at")
+    a = sorted(({k: v for k, v in r.items() if k not in drop} for r in first.to_pylist()), key=key)
+    b = sorted(({k: v for k, v in r.items() if k not in drop} for r in second.to_pylist()), key=key)
+    assert a == b
+    capsys.readouterr()
+
+
+def test_import_of_stored_rows_says_why_nothing_was_stored(tmp_path: Path, capsys) -> None:
+    cols = _base_rows()
+    cols["answer"] = [0, 1]
+    path = tmp_path / "t.parquet"
+    write_table(pa.table(cols), path)
+    assert main(["import", "table", str(path), "--store", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    assert main(["import", "table", str(path), "--store", str(tmp_path / "run")]) == 0
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "0 stored" in text and "2 rows" in text and "already stored" in text and "--overwrite" in text
+
+
+def test_fingerprint_conflicts_name_models_answered_by_different_entries() -> None:
+    from tempcore.tidy import fingerprint_conflicts
+
+    base = _predictions()
+    preds = [dataclasses.replace(p, model_fingerprint=fp) for p, fp in zip(base, ["a", "b", "", "c"])]
+    # qwen's two rows come from two model entries; llava has one known fingerprint and one unknown
+    assert fingerprint_conflicts(predictions_table(preds)) == {"qwen": ["a", "b"]}
+    assert fingerprint_conflicts(predictions_table(base)) == {}
+    assert fingerprint_conflicts(pa.table(_base_rows())) == {}

@@ -21,6 +21,9 @@ Example (the paper's default audit: K=32 frames, 10 FPS, SigLIP2, QA-mode FSS)::
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +110,13 @@ class ConditionEntry:
 @dataclass(frozen=True)
 class RunConfig:
     """Everything ``tempcore run`` needs. ``models`` are model-spec mappings (see
-    :class:`tempcore.models.ModelSpec`) plus an optional ``method`` (``generate`` or ``option_scores``)."""
+    :class:`tempcore.models.ModelSpec`) plus an optional ``method`` (``generate`` or ``option_scores``).
+
+    ``damaged_videos``: what to do with a sample whose video decoded with damage (truncated,
+    corrupt data; the decoder reports it): ``answer`` (default: answered on the frames that
+    decoded, and flagged in ``video_damage`` of every prediction) or ``skip`` (its framed conditions
+    are not answered, as for a video that does not decode; no-frame conditions still are).
+    """
 
     out: str
     benchmarks: tuple[BenchmarkEntry, ...]
@@ -125,6 +134,7 @@ class RunConfig:
     request_batch: int = 32
     tau: float = 0.15
     lam: float = 0.5
+    damaged_videos: str = "answer"
     source: str = ""
 
     @property
@@ -172,16 +182,107 @@ class RunConfig:
             if not isinstance(m, Mapping):
                 raise ConfigError(f"{source}: models[{i}] must be a mapping or a preset name")
             models.append(dict(m))
+        if data.get("damaged_videos", "answer") not in ("answer", "skip"):
+            raise ConfigError(f"{source}: damaged_videos must be answer or skip, not {data['damaged_videos']!r}")
         try:
             cfg = cls(
                 benchmarks=tuple(benchmarks), conditions=tuple(conditions), models=tuple(models),
                 source=source, **data,
             )
+            from tempcore.selection.registry import STRATEGIES
+
             for c in cfg.conditions:
-                c.condition(cfg)  # validates strategy / mode / k
+                if c.strategy in STRATEGIES:  # an unknown one is reported (with the others) by check_config
+                    c.condition(cfg)  # validates mode / k
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from exc
         return cfg
+
+
+def _looks_like_path(name: str) -> bool:
+    return name.startswith((".", "/", "~")) or os.sep in name and not _HUB_ID.match(name)
+
+
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def check_config(cfg: RunConfig) -> list[Any]:
+    """Check everything a run needs that can be checked without loading a model, an encoder or a
+    video; return the model specs (``(ModelSpec, method)`` per entry) or raise one :class:`ConfigError`
+    listing every problem found.
+
+    Checked: each benchmark is registered, its annotations file / folder and its video root exist;
+    each condition's strategy is registered (with a suggestion for a typo); the run's ``prompt`` and
+    each model's ``prompt_template`` are registered templates; each model entry resolves (a known
+    preset, known fields, a registered backend, a known answer method) and, when its ``model`` is a
+    local path, the folder exists; the encoder, when needed and given as a path, exists. A hub id is
+    not looked up (that would need the network): it fails when the model loads.
+    """
+    from tempcore.benchmarks.registry import entry as benchmark_entry
+    from tempcore.models.base import METHODS
+    from tempcore.models.registry import BACKENDS, as_spec
+    from tempcore.prompts import get_template
+    from tempcore.selection.registry import STRATEGIES
+
+    where = cfg.source or "<config>"
+    problems: list[str] = []
+    for i, b in enumerate(cfg.benchmarks):
+        try:
+            benchmark_entry(b.name)
+        except TempcoreError as exc:
+            problems.append(f"benchmarks[{i}]: {exc}")
+        if not Path(b.annotations).exists():
+            problems.append(f"benchmarks[{i}] ({b.name}): annotations {b.annotations}: no such file or folder")
+        if b.video_root is not None and not Path(b.video_root).is_dir():
+            problems.append(f"benchmarks[{i}] ({b.name}): video_root {b.video_root}: no such folder")
+    for i, c in enumerate(cfg.conditions):
+        names = [c.strategy]
+        if c.strategy in ("shuffled", "reversed") and c.variant:
+            names.append(c.variant.split(":")[0])
+        for name in names:
+            if name not in STRATEGIES:
+                close = difflib.get_close_matches(name.lower(), sorted(STRATEGIES), n=2, cutoff=0.6)
+                hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+                problems.append(f"conditions[{i}]: unknown strategy {name!r}{hint} (known: {', '.join(sorted(STRATEGIES))})")
+    templates = []
+    if cfg.prompt is not None:
+        templates.append(("prompt", cfg.prompt))
+    specs: list[Any] = []
+    for i, m in enumerate(cfg.models):
+        entry = dict(m)
+        method = entry.pop("method", "generate")
+        try:
+            spec = as_spec(entry)
+        except (TempcoreError, TypeError, ValueError) as exc:
+            problems.append(f"models[{i}]: {exc}")
+            continue
+        label = f"models[{i}] ({spec.display_name})"
+        if spec.backend not in BACKENDS:
+            close = difflib.get_close_matches(spec.backend, sorted(BACKENDS), n=2, cutoff=0.5)
+            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            problems.append(f"{label}: unknown backend {spec.backend!r}{hint} (known: {', '.join(sorted(BACKENDS))})")
+        if method not in METHODS:
+            problems.append(f"{label}: unknown answer method {method!r} (known: {', '.join(METHODS)})")
+        if spec.backend in ("hf", "hf-text", "vllm") and _looks_like_path(spec.model):
+            if not Path(spec.model).expanduser().is_dir():
+                problems.append(f"{label}: model folder {spec.model} does not exist")
+        if cfg.prompt is None:
+            templates.append((f"{label} prompt_template", spec.prompt_template))
+        specs.append((spec, method))
+    for label, name in templates:
+        try:
+            get_template(name)
+        except TempcoreError as exc:
+            problems.append(f"{label}: {exc}")
+    try:
+        needs_encoder = cfg.needs_encoder
+    except ConfigError:
+        needs_encoder = False  # an unknown strategy, reported above
+    if needs_encoder and _looks_like_path(cfg.encoder) and not Path(cfg.encoder).expanduser().exists():
+        problems.append(f"encoder {cfg.encoder}: no such folder")
+    if problems:
+        raise ConfigError(f"{where}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+    return specs
 
 
 def load_config(path: str | Path) -> RunConfig:

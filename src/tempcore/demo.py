@@ -86,8 +86,11 @@ def run_demo(
     log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
     world = generate_world(out / "world", n, seed)
     cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8)
-    summary = run(cfg, progress=progress, log=log)
-    table = read_predictions(summary.predictions_file)
+    # The demo owns its folder: a world regenerated there (another size or seed) changes questions
+    # under the same ids, so stored answers whose fingerprints differ are replaced, never reused;
+    # and the table keeps only this world's samples (a larger earlier world leaves rows behind).
+    summary = run(cfg, progress=progress, log=log, recompute=True)
+    table = _only_samples(read_predictions(summary.predictions_file), {s.sample_id for s in world.samples()})
     result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
 
     samples = {BENCHMARK_NAME: world.samples()}
@@ -102,6 +105,13 @@ def run_demo(
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
+
+
+def _only_samples(table: Any, ids: set[str]) -> Any:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return table.filter(pc.is_in(table.column("sample_id"), value_set=pa.array(sorted(ids), type=pa.string())))
 
 
 def format_demo(result: dict[str, Any]) -> str:

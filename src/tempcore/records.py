@@ -106,6 +106,8 @@ class Sample(_Record):
 
 _KEY_ORDER = ("strategy", "mode", "k", "window", "encoder", "fps", "seed", "rotation", "variant")
 _KEY_PART = re.compile(r"^([a-z_]+)=(.*)$")
+UNKNOWN_K = "unknown"
+"""How a key writes an unknown K (``k=unknown``)."""
 
 
 def _fmt_number(x: float) -> str:
@@ -119,7 +121,8 @@ class Condition(_Record):
     strategy: maxprob, minprob, uniform, random, oracle, noframe, single, shuffled, reversed, ...
     mode:     text used to score frames: ``q`` (question), ``qa`` (question + correct answer,
               the paper's oracle upper bound) or ``none`` for strategies that ignore scores.
-    k:        number of frames shown.
+    k:        number of frames shown; ``None`` = unknown (predictions made elsewhere by a model that
+              samples its own frames), written ``k=unknown`` in the key and kept as its own group.
     window:   index of the oracle window (``oracle`` only).
     encoder:  frame-text encoder id (score-based strategies only).
     fps:      decoding rate of the candidate frames (the paper: 10).
@@ -134,7 +137,7 @@ class Condition(_Record):
 
     strategy: str
     mode: str = "none"
-    k: int = 32
+    k: int | None = 32
     window: int | None = None
     encoder: str | None = None
     fps: float = 10.0
@@ -147,8 +150,8 @@ class Condition(_Record):
             raise ValueError(f"invalid strategy name {self.strategy!r}")
         if self.mode not in ("q", "qa", "none"):
             raise ValueError(f"condition mode must be q, qa or none, not {self.mode!r}")
-        if not isinstance(self.k, int) or self.k <= 0:
-            raise ValueError(f"condition k must be a positive int, not {self.k!r}")
+        if self.k is not None and (not isinstance(self.k, int) or isinstance(self.k, bool) or self.k <= 0):
+            raise ValueError(f"condition k must be a positive int (or None for unknown), not {self.k!r}")
         if not (isinstance(self.fps, (int, float)) and math.isfinite(self.fps) and self.fps > 0):
             raise ValueError(f"condition fps must be positive, not {self.fps!r}")
         for name in ("encoder", "variant"):
@@ -162,6 +165,9 @@ class Condition(_Record):
         parts = [self.strategy]
         for name in _KEY_ORDER[1:]:
             value = getattr(self, name)
+            if name == "k" and value is None:
+                parts.append(f"k={UNKNOWN_K}")
+                continue
             if value is None or (name == "rotation" and value == 0):
                 continue
             parts.append(f"{name}={_fmt_number(value) if name == 'fps' else value}")
@@ -176,6 +182,9 @@ class Condition(_Record):
             if not m or m.group(1) not in _KEY_ORDER[1:]:
                 raise ValueError(f"malformed condition key {key!r} (part {part!r})")
             name, raw = m.groups()
+            if name == "k" and raw == UNKNOWN_K:
+                kwargs["k"] = None
+                continue
             kwargs[name] = (
                 int(raw) if name in ("k", "window", "seed", "rotation") else float(raw) if name == "fps" else raw
             )
@@ -227,6 +236,15 @@ class Prediction(_Record):
     never a Prediction: see :class:`Failure`. ``target`` is the index of the correct option (original
     order) when known, so the probability on the correct option can be read from the prediction
     alone (``p_correct``, used by ``soft`` scoring).
+
+    Identity and provenance (see :mod:`tempcore.identity`): ``sample_hash`` fingerprints the sample's
+    content and video, ``model_fingerprint`` the model entry that answered and ``encoder_fingerprint``
+    the encoder that scored the frames (score-based strategies only, else ``None``); empty / ``None``
+    when unknown (predictions imported from elsewhere, or stored before schema v2). A stored
+    prediction is reused by ``tempcore run`` only when all three match. ``n_frames`` is L, the number
+    of decoded frames of the sample's video (or segment) at the condition's fps, ``None`` when
+    unknown. ``video_damage`` names damage found while decoding the video (``None``: a clean decode).
+    The columns of every stored / exported form are declared in :mod:`tempcore.schema`.
     """
 
     benchmark: str
@@ -243,8 +261,16 @@ class Prediction(_Record):
     option_probs: tuple[float, ...] | None = None
     parse_error: str | None = None
     target: int | None = None
+    sample_hash: str = ""
+    model_fingerprint: str = ""
+    encoder_fingerprint: str | None = None
+    n_frames: int | None = None
+    video_damage: str | None = None
 
     def __post_init__(self) -> None:
+        if self.n_frames is not None and (isinstance(self.n_frames, bool) or not isinstance(self.n_frames, int)
+                                          or self.n_frames < 0):
+            raise ValueError(f"prediction {self.key}: n_frames must be a non-negative int, not {self.n_frames!r}")
         if self.correct not in (0, 1):
             raise ValueError(f"Prediction.correct must be 0 or 1, not {self.correct!r}")
         if self.answer is None and self.correct:
@@ -280,4 +306,4 @@ class Failure(_Record):
 
 _NESTED: dict[str, dict[str, type[_Record]]] = {"Prediction": {"frames": FrameSet}}
 
-__all__ = ["LETTERS", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]
+__all__ = ["LETTERS", "UNKNOWN_K", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]

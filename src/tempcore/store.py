@@ -1,18 +1,25 @@
 """The run store: one SQLite file holding every prediction, failure and run manifest of an audit.
 
-Layout (schema version 1)::
+Layout (schema version 2; the prediction columns come from :data:`tempcore.schema.STORE_COLUMNS`)::
 
     schema_version(version)                         one row; bumped by migrations
     runs(run_id, created_at, manifest)              manifest = JSON (config, packages, seeds, models, git)
     predictions(benchmark, sample_id, model, condition,  -- PRIMARY KEY
                 response, answer, correct, frames, prompt_hash, latency_s, answer_method,
-                option_probs, parse_error, run_id, created_at)
+                option_probs, parse_error, target, sample_hash, model_fingerprint,
+                encoder_fingerprint, n_frames, video_damage, run_id, created_at)
+    fingerprints(hash, kind, data)                  what each sample / model / encoder fingerprint
+                                                    stood for (JSON), to say what changed
     failures(benchmark, sample_id, model, condition,     -- PRIMARY KEY
              error, attempts, last_error_at, run_id)
 
 A prediction is keyed by ``(benchmark, sample_id, model, condition key)`` — the key of
 :class:`tempcore.records.Prediction`. ``frames`` is the JSON of the :class:`FrameSet` (indices,
 timestamps, requested, grey) and ``option_probs`` a JSON list; both are ``NULL`` when absent.
+
+Schema versions: v1 had no identity columns. Opening a v1 store migrates it in place (one
+transaction, every row kept, fingerprints empty = unknown: such rows are never reused silently, see
+:mod:`tempcore.identity`); a store from a newer tempcore is refused with a message.
 
 Durability and concurrency (the choices the design leaves open):
 
@@ -61,59 +68,37 @@ from typing import Any
 from tempcore._version import __version__
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
+from tempcore.schema import KEY_COLUMNS, STORE_COLUMNS, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
 
 STORE_FILENAME = "store.sqlite"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 REDACTED = "<redacted>"
 
-# version v -> function upgrading a store from v to v + 1 (run inside the opening transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {}
+_KEY_COLUMNS = KEY_COLUMNS
+_PREDICTION_COLUMNS = store_column_names()
+_COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct", "model_fingerprint", "sample_hash")
 
-_KEY_COLUMNS = ("benchmark", "sample_id", "model", "condition")
-_PREDICTION_COLUMNS = (
-    *_KEY_COLUMNS,
-    "response",
-    "answer",
-    "correct",
-    "frames",
-    "prompt_hash",
-    "latency_s",
-    "answer_method",
-    "option_probs",
-    "parse_error",
-    "target",
-)
-_COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct")
+_FINGERPRINTS_DDL = """
+CREATE TABLE IF NOT EXISTS fingerprints (
+    hash  TEXT PRIMARY KEY,
+    kind  TEXT NOT NULL,
+    data  TEXT NOT NULL
+)"""
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS runs (
     run_id      TEXT PRIMARY KEY,
     created_at  TEXT NOT NULL,
     manifest    TEXT NOT NULL
 );
-CREATE TABLE IF NOT EXISTS predictions (
-    benchmark     TEXT NOT NULL,
-    sample_id     TEXT NOT NULL,
-    model         TEXT NOT NULL,
-    condition     TEXT NOT NULL,
-    response      TEXT NOT NULL,
-    answer        INTEGER,
-    correct       INTEGER NOT NULL CHECK (correct IN (0, 1)),
-    frames        TEXT,
-    prompt_hash   TEXT NOT NULL,
-    latency_s     REAL NOT NULL,
-    answer_method TEXT NOT NULL,
-    option_probs  TEXT,
-    parse_error   TEXT,
-    target        INTEGER,
-    run_id        TEXT NOT NULL REFERENCES runs (run_id),
-    created_at    TEXT NOT NULL,
-    PRIMARY KEY (benchmark, sample_id, model, condition)
-);
+"""
+    + predictions_ddl()
+    + """;
 CREATE TABLE IF NOT EXISTS failures (
     benchmark     TEXT NOT NULL,
     sample_id     TEXT NOT NULL,
@@ -126,6 +111,34 @@ CREATE TABLE IF NOT EXISTS failures (
     PRIMARY KEY (benchmark, sample_id, model, condition)
 );
 """
+    + _FINGERPRINTS_DDL
+)
+
+#: The columns schema v2 added to ``predictions`` (frozen here: a migration never follows later edits).
+_V2_COLUMNS = (
+    ("sample_hash", "TEXT NOT NULL DEFAULT ''"),
+    ("model_fingerprint", "TEXT NOT NULL DEFAULT ''"),
+    ("encoder_fingerprint", "TEXT"),
+    ("n_frames", "INTEGER"),
+    ("video_damage", "TEXT"),
+)
+
+
+def _migrate_v1_to_v2(conn: sqlite3.Connection) -> None:
+    """v1 -> v2: the identity and provenance columns and the ``fingerprints`` table.
+
+    Rows of a v1 store keep every value; their fingerprints are empty (unknown), so ``tempcore run``
+    treats them as changed (never silently reused) and ``--recompute`` replaces them.
+    """
+    have = {r[1] for r in conn.execute("PRAGMA table_info(predictions)")}
+    for name, decl in _V2_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE predictions ADD COLUMN {name} {decl}")
+    conn.execute(_FINGERPRINTS_DDL)
+
+
+# version v -> function upgrading a store from v to v + 1 (run inside the opening transaction).
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_v1_to_v2}
 
 
 class StoreError(TempcoreError):
@@ -598,6 +611,58 @@ class RunStore:
             ).fetchall()
         return [wanted[i] for (i,) in rows]
 
+    def stored_identity(self, keys: Iterable[Key]) -> dict[Key, tuple[str, str, str | None]]:
+        """``key -> (sample_hash, model_fingerprint, encoder_fingerprint)`` of the given keys that are
+        stored (one query, like :meth:`missing`)."""
+        wanted = list(dict.fromkeys(tuple(k) for k in keys))
+        if not wanted:
+            return {}
+        payload = json.dumps(wanted)
+        with self._lock:
+            rows = self._conn.execute(
+                """
+                SELECT CAST(j.key AS INTEGER), p.sample_hash, p.model_fingerprint, p.encoder_fingerprint
+                FROM json_each(?) AS j JOIN predictions AS p
+                  ON p.benchmark = json_extract(j.value, '$[0]')
+                 AND p.sample_id = json_extract(j.value, '$[1]')
+                 AND p.model = json_extract(j.value, '$[2]')
+                 AND p.condition = json_extract(j.value, '$[3]')
+                """,
+                (payload,),
+            ).fetchall()
+        return {wanted[i]: (sh, mf, ef) for i, sh, mf, ef in rows}  # type: ignore[misc]
+
+    def put_fingerprints(self, entries: Mapping[str, tuple[str, Mapping[str, Any]]]) -> int:
+        """Record what fingerprints stand for: ``hash -> (kind, data)``; kinds are ``sample``,
+        ``model`` and ``encoder``. Known hashes are left alone. The data is redacted
+        (:func:`redact_secrets`) and lets a later run say *what* changed (see :mod:`tempcore.identity`)."""
+        rows = []
+        for digest, (kind, data) in entries.items():
+            try:
+                text = json.dumps(redact_secrets(dict(data)), sort_keys=True, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise StoreError(f"{self.path}: fingerprint {digest}: data is not plain JSON: {exc}") from exc
+            rows.append((digest, kind, text))
+        if not rows:
+            return 0
+        with self._lock, self._transaction():
+            before = self._conn.total_changes
+            self._conn.executemany("INSERT OR IGNORE INTO fingerprints (hash, kind, data) VALUES (?, ?, ?)", rows)
+            return self._conn.total_changes - before
+
+    def fingerprint_data(self, hashes: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """``hash -> data`` of the recorded fingerprints among ``hashes``."""
+        wanted = sorted({h for h in hashes if h})
+        out: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for i in range(0, len(wanted), 500):
+                part = wanted[i : i + 500]
+                for digest, data in self._conn.execute(
+                    f"SELECT hash, data FROM fingerprints WHERE hash IN ({', '.join('?' * len(part))})", part
+                ):
+                    out[digest] = json.loads(data)
+        return out
+
     def stored_keys(self, benchmark: str | None = None, model: str | None = None) -> set[Key]:
         """Every stored prediction key (optionally of one benchmark / model), in one query."""
         where, params = _where({"benchmark": benchmark, "model": model})
@@ -772,44 +837,37 @@ def _frames_json(f: FrameSet) -> str:
 
 
 def _prediction_row(p: Prediction) -> tuple[Any, ...]:
-    return (
-        p.benchmark,
-        p.sample_id,
-        p.model,
-        p.condition,
-        p.response,
-        p.answer,
-        int(p.correct),
-        None if p.frames is None else _frames_json(p.frames),
-        p.prompt_hash,
-        float(p.latency_s),
-        p.answer_method,
-        None if p.option_probs is None else json.dumps(list(p.option_probs), separators=(",", ":")),
-        p.parse_error,
-        p.target,
-    )
+    """The store row of ``p``, in :data:`tempcore.schema.STORE_COLUMNS` order."""
+    out = []
+    for c in STORE_COLUMNS:
+        value = getattr(p, c.name)
+        if c.name == "frames":
+            value = None if value is None else _frames_json(value)
+        elif c.name == "option_probs":
+            value = None if value is None else json.dumps(list(value), separators=(",", ":"))
+        elif c.name == "correct":
+            value = int(value)
+        elif c.name == "latency_s":
+            value = float(value)
+        out.append(value)
+    return tuple(out)
 
 
 def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
     """A :class:`Prediction` from a row of :meth:`RunStore.prediction_rows`."""
-    frames = row["frames"]
-    probs = row["option_probs"]
-    return Prediction(
-        benchmark=row["benchmark"],
-        sample_id=row["sample_id"],
-        model=row["model"],
-        condition=row["condition"],
-        response=row["response"],
-        answer=row["answer"],
-        correct=int(row["correct"]),
-        frames=None if frames is None else FrameSet.from_dict(json.loads(frames)),
-        prompt_hash=row["prompt_hash"],
-        latency_s=float(row["latency_s"]),
-        answer_method=row["answer_method"],
-        option_probs=None if probs is None else tuple(float(x) for x in json.loads(probs)),
-        parse_error=row["parse_error"],
-        target=row["target"],
-    )
+    kwargs: dict[str, Any] = {}
+    for c in STORE_COLUMNS:
+        value = row[c.name]
+        if c.name == "frames":
+            value = None if value is None else FrameSet.from_dict(json.loads(value))
+        elif c.name == "option_probs":
+            value = None if value is None else tuple(float(x) for x in json.loads(value))
+        elif c.name == "correct":
+            value = int(value)
+        elif c.name == "latency_s":
+            value = float(value)
+        kwargs[c.name] = value
+    return Prediction(**kwargs)
 
 
 __all__ = [

@@ -1,44 +1,10 @@
 """The tidy predictions table: one row per prediction, the interchange format of tempcore.
 
 Every diagnostic reads this table, whether it came from a run store (``tempcore export
-predictions``), from lmms-eval logs, or from a file a user made elsewhere. Columns, in order:
-
-===================  ========  ==============================================================
-column               type      meaning
-===================  ========  ==============================================================
-benchmark            string    benchmark name                                   (required)
-sample_id            string    the benchmark's sample id                        (required)
-model                string    model name                                       (required)
-strategy             string    frame-selection strategy of the condition        (required)
-mode                 string    text mode: ``q``, ``qa`` or ``none``             (required)
-k                    int64     frames shown                                     (required)
-window               int64     oracle window index, null otherwise              (required)
-correct              int8      0 / 1; a parse failure is 0                      (required)
-p_correct            float64   probability on the correct option (when the prediction has option
-                               probabilities and its target, or the samples, say which is correct)
-rotation             int64     cyclic option rotation (0 = original order)
-encoder              string    frame-text encoder of score-based strategies, else null
-fps                  float64   decoding rate of the candidate frames
-seed                 int64     global seed of the condition
-variant              string    strategy variant, else null
-condition            string    the full condition key (:attr:`Condition.key`)
-answer               int64     parsed option index in the original order, null on parse failure
-parse_error          int8      1 when the response could not be parsed
-parse_error_message  string    why, else null
-answer_method        string    ``generate`` or ``option_scores``
-latency_s            float64   seconds the call took
-response             string    the model's raw response
-frame_indices        string    JSON list of the decoded-frame indices shown, in order; null if unknown
-frame_timestamps     string    JSON list of their timestamps (s); null if unknown
-frames_requested     int64     K asked for (``frame_indices`` may be shorter); null if unknown
-frames_grey          bool      true for the no-frame condition (grey images)
-prompt_hash          string    hash of the exact prompt
-n_options            int64     number of options (from the samples, else from option_probs)
-option_probs         string    JSON list of the probabilities over the original options, or null
-target               int64     index of the correct option (original order), when known
-run_id               string    run that stored the prediction (null outside a store)
-created_at           string    when it was stored (ISO 8601, UTC; null outside a store)
-===================  ========  ==============================================================
+predictions``), from lmms-eval logs, or from a file a user made elsewhere. The columns, their
+types, which are required and what they mean are declared once in :data:`tempcore.schema.TIDY_COLUMNS`
+(the README's table is :func:`tempcore.schema.markdown_table`); this module derives the Arrow
+schema, the export, the validation and the import back into Predictions from that declaration.
 
 Only the required columns must be present in a file given to :func:`read_predictions`; the
 others are carried along when present. pyarrow is imported inside the functions.
@@ -57,37 +23,31 @@ from typing import IO, TYPE_CHECKING, Any
 
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS, Condition, FrameSet, Prediction, Sample
+from tempcore.schema import (
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    KEY_COLUMNS,
+    PASSTHROUGH,
+    REQUIRED_COLUMNS,
+    STRING_COLUMNS,
+    TIDY_COLUMNS,
+    arrow_schema,
+)
+
+_CONDITION_COLUMNS = tuple(c.name for c in TIDY_COLUMNS if c.origin == "condition")
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from tempcore.store import RunStore
 
-REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct")
 FORMATS = ("parquet", "csv", "jsonl")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
-_STRING_COLUMNS = (
-    "benchmark",
-    "sample_id",
-    "model",
-    "strategy",
-    "mode",
-    "encoder",
-    "variant",
-    "condition",
-    "parse_error_message",
-    "answer_method",
-    "response",
-    "frame_indices",
-    "frame_timestamps",
-    "prompt_hash",
-    "option_probs",
-    "run_id",
-    "created_at",
-)
-_ID_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode")
-_INT_COLUMNS = ("k", "window", "rotation", "seed", "frames_requested", "n_options")
-_FLOAT_COLUMNS = ("fps", "latency_s", "p_correct")
+_STRING_COLUMNS = STRING_COLUMNS
+_ID_COLUMNS = ("benchmark", "sample_id", "model", "strategy")
+# ``answer`` may be a letter in a table made elsewhere: :func:`_answer_of` reads it, not a cast.
+_INT_COLUMNS = tuple(n for n in INT_COLUMNS if n != "answer")
+_FLOAT_COLUMNS = FLOAT_COLUMNS
 
 
 class PredictionsTableError(TempcoreError):
@@ -99,42 +59,7 @@ class LmmsEvalImportError(TempcoreError):
 
 
 def _schema() -> pa.Schema:
-    import pyarrow as pa
-
-    fields = [
-        ("benchmark", pa.string()),
-        ("sample_id", pa.string()),
-        ("model", pa.string()),
-        ("strategy", pa.string()),
-        ("mode", pa.string()),
-        ("k", pa.int64()),
-        ("window", pa.int64()),
-        ("correct", pa.int8()),
-        ("p_correct", pa.float64()),
-        ("rotation", pa.int64()),
-        ("encoder", pa.string()),
-        ("fps", pa.float64()),
-        ("seed", pa.int64()),
-        ("variant", pa.string()),
-        ("condition", pa.string()),
-        ("answer", pa.int64()),
-        ("parse_error", pa.int8()),
-        ("parse_error_message", pa.string()),
-        ("answer_method", pa.string()),
-        ("latency_s", pa.float64()),
-        ("response", pa.string()),
-        ("frame_indices", pa.string()),
-        ("frame_timestamps", pa.string()),
-        ("frames_requested", pa.int64()),
-        ("frames_grey", pa.bool_()),
-        ("prompt_hash", pa.string()),
-        ("n_options", pa.int64()),
-        ("option_probs", pa.string()),
-        ("target", pa.int64()),
-        ("run_id", pa.string()),
-        ("created_at", pa.string()),
-    ]
-    return pa.schema(fields)
+    return arrow_schema()
 
 
 def tidy_columns() -> list[str]:
@@ -149,37 +74,27 @@ def _condition(key: str) -> Condition:
 
 # --- building -----------------------------------------------------------------------------
 
-# What the builder needs of each prediction, in this order (the store computes the frame parts
-# and the option count in SQL; a Prediction is converted in Python).
-_RAW = (
-    "benchmark",
-    "sample_id",
-    "model",
-    "condition",
-    "correct",
-    "answer",
-    "parse_error",
-    "answer_method",
-    "latency_s",
-    "response",
-    "frame_indices",
-    "frame_timestamps",
-    "frames_requested",
-    "frames_grey",
-    "prompt_hash",
-    "n_probs",
-    "option_probs",
-    "target",
-    "run_id",
-    "created_at",
+# What the builder needs of each prediction, in this order: the key, the Prediction fields the
+# tidy table passes through unchanged (tempcore.schema.PASSTHROUGH), then the parts the builder
+# derives columns from. The store computes the frame parts and the option count in SQL; a
+# Prediction is converted in Python.
+_FIELDS = (*KEY_COLUMNS, *(n for n in PASSTHROUGH if n not in KEY_COLUMNS))
+_DERIVED_SQL = {
+    "parse_error": "parse_error",
+    "frame_indices": "json_extract(frames, '$.indices')",
+    "frame_timestamps": "json_extract(frames, '$.timestamps')",
+    "frames_requested": "json_extract(frames, '$.requested')",
+    "frames_grey": "json_extract(frames, '$.grey')",
+    "n_probs": "json_array_length(option_probs)",
+    "option_probs": "option_probs",
+    "run_id": "run_id",
+    "created_at": "created_at",
+}
+_RAW = (*_FIELDS, *_DERIVED_SQL)
+_STORE_SQL = (
+    f"SELECT {', '.join((*_FIELDS, *_DERIVED_SQL.values()))} FROM predictions {{where}} "
+    f"ORDER BY {', '.join(KEY_COLUMNS)}"
 )
-_STORE_SQL = """
-SELECT benchmark, sample_id, model, condition, correct, answer, parse_error, answer_method, latency_s,
-       response, json_extract(frames, '$.indices'), json_extract(frames, '$.timestamps'),
-       json_extract(frames, '$.requested'), json_extract(frames, '$.grey'), prompt_hash,
-       json_array_length(option_probs), option_probs, target, run_id, created_at
-FROM predictions {where} ORDER BY benchmark, sample_id, model, condition
-"""
 
 
 def _compact(value: Any) -> str:
@@ -191,24 +106,14 @@ def _prediction_raw(p: Prediction) -> tuple[Any, ...]:
         raise PredictionsTableError(f"predictions_table() takes Predictions, got {type(p).__name__}")
     f = p.frames
     return (
-        p.benchmark,
-        p.sample_id,
-        p.model,
-        p.condition,
-        p.correct,
-        p.answer,
+        *(getattr(p, name) for name in _FIELDS),
         p.parse_error,
-        p.answer_method,
-        p.latency_s,
-        p.response,
         None if f is None else _compact(list(f.indices)),
         None if f is None else _compact(list(f.timestamps)),
         None if f is None else f.requested,
         None if f is None else int(f.grey),
-        p.prompt_hash,
         None if p.option_probs is None else len(p.option_probs),
         None if p.option_probs is None else _compact(list(p.option_probs)),
-        p.target,
         None,
         None,
     )
@@ -247,7 +152,7 @@ def _parsed_conditions(keys: Iterable[str], rows: Sequence[tuple[Any, ...]]) -> 
         try:
             out[key] = _condition(key)
         except ValueError as exc:
-            row = next(r for r in rows if r[3] == key)
+            row = next(r for r in rows if r[3] == key)  # the key comes first: condition is r[3]
             raise PredictionsTableError(f"prediction {tuple(row[:4])}: bad condition key: {exc}") from exc
     return out
 
@@ -259,7 +164,7 @@ def _record_batch(rows: list[tuple[Any, ...]], schema: pa.Schema, index: dict | 
     conds = _parsed_conditions(raw["condition"], rows)
     per_row = [conds[k] for k in raw["condition"]]
     cols: dict[str, Any] = {name: raw[name] for name in _RAW if name in schema.names}
-    for name in ("strategy", "mode", "k", "window", "rotation", "encoder", "fps", "seed", "variant"):
+    for name in _CONDITION_COLUMNS:
         cols[name] = [getattr(c, name) for c in per_row]
     cols["parse_error_message"] = raw["parse_error"]
     cols["parse_error"] = [0 if e is None else 1 for e in raw["parse_error"]]
@@ -473,9 +378,11 @@ def _first_bad_row(mask: Any) -> int:
 def validate_table(table: pa.Table, source: str = "<table>") -> pa.Table:
     """Check and normalise a predictions table; return it with canonical column types.
 
-    Checks: the required columns are present; identifiers (benchmark, sample_id, model, strategy,
-    mode) are non-empty; ``mode`` is q, qa or none; ``k`` a positive integer; ``window`` an
-    integer or null; ``correct`` 0 or 1 (booleans accepted) with no nulls; ``p_correct`` in
+    Checks: the required columns are present; identifiers (benchmark, sample_id, model, strategy)
+    are non-empty; strategy names are matched case-insensitively (:func:`_normalise_strategies`);
+    an empty ``mode`` means ``none`` for strategies that take no text mode and is an error for
+    score-based ones; ``mode`` is then q, qa or none; ``k`` a positive integer or empty (unknown,
+    kept as its own group); ``window`` an integer or null; ``correct`` 0 or 1 (booleans accepted) with no nulls; ``p_correct`` in
     [0, 1] or null. Errors name ``source``, the column and the first bad row (1 = first data row).
     """
     import pyarrow as pa
@@ -511,15 +418,19 @@ def validate_table(table: pa.Table, source: str = "<table>") -> pa.Table:
         bad = pc.or_(pc.is_null(col), pc.equal(pc.utf8_length(pc.fill_null(col, "")), 0))
         if pc.any(bad).as_py():
             raise PredictionsTableError(f"{source}: row {_first_bad_row(bad)}: empty {name}")
+    columns["strategy"] = _normalise_strategies(columns["strategy"], source)
+    columns["mode"] = _fill_modes(columns["mode"], columns["strategy"], source)
     bad = pc.invert(pc.is_in(columns["mode"], value_set=pa.array(["q", "qa", "none"])))
     if pc.any(bad).as_py():
         row = _first_bad_row(bad)
         value = columns["mode"][row - 1].as_py()
         raise PredictionsTableError(f"{source}: row {row}: mode must be q, qa or none, not {value!r}")
     k = columns["k"]
-    bad = pc.fill_null(pc.less_equal(k, 0), True)
+    bad = pc.fill_null(pc.less_equal(k, 0), False)  # null = unknown K, its own group
     if pc.any(bad).as_py():
-        raise PredictionsTableError(f"{source}: row {_first_bad_row(bad)}: k must be a positive integer")
+        raise PredictionsTableError(
+            f"{source}: row {_first_bad_row(bad)}: k must be a positive integer (or empty for unknown)"
+        )
     correct = columns["correct"]
     if pa.types.is_boolean(correct.type):
         correct = correct.cast(pa.int8())
@@ -550,6 +461,71 @@ def validate_table(table: pa.Table, source: str = "<table>") -> pa.Table:
     return pa.table(columns)
 
 
+def _known_strategies() -> tuple[frozenset[str], frozenset[str]]:
+    """(every registered strategy, the score-based ones), without importing the selection code
+    when it is not needed elsewhere (it is light: numpy only)."""
+    from tempcore.selection.registry import SCORE_BASED, STRATEGIES
+
+    return frozenset(STRATEGIES), frozenset(SCORE_BASED)
+
+
+def _normalise_strategies(col: Any, source: str) -> Any:
+    """Strategy names matched case-insensitively to the registered ones (``MaxProb`` -> ``maxprob``).
+
+    A name that is not registered but close to a registered one (``maxprb``) is rejected with a
+    suggestion: it is a typo that would otherwise make a group of its own. A name far from every
+    registered one is kept as given: a strategy of a toolkit that is not tempcore's (e.g. a model that
+    samples its own frames), which only the analyses that do not need a known strategy use.
+    """
+    import difflib
+
+    import pyarrow as pa
+
+    known, _score_based = _known_strategies()
+    values = col.to_pylist()
+    mapping: dict[str, str] = {}
+    for i, name in enumerate(values, start=1):
+        if name in mapping:
+            continue
+        if name in known:
+            mapping[name] = name
+            continue
+        lowered = name.strip().lower()
+        if lowered in known:
+            mapping[name] = lowered
+            continue
+        close = difflib.get_close_matches(lowered, sorted(known), n=2, cutoff=0.75)
+        if close:
+            raise PredictionsTableError(
+                f"{source}: row {i}: unknown strategy {name!r}; did you mean {' or '.join(map(repr, close))}? "
+                f"(known: {', '.join(sorted(known))})"
+            )
+        mapping[name] = name
+    if all(k == v for k, v in mapping.items()):
+        return col
+    return pa.chunked_array([pa.array([mapping[v] for v in values], type=pa.string())])
+
+
+def _fill_modes(mode: Any, strategy: Any, source: str) -> Any:
+    """Empty ``mode`` means ``none`` for strategies that take no text mode; a score-based strategy
+    (maxprob, minprob, aks, bolt) with an empty mode is an error (q or qa changes its frames)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    empty = pc.or_(pc.is_null(mode), pc.equal(pc.utf8_length(pc.fill_null(mode, "")), 0))
+    if not pc.any(empty).as_py():
+        return mode
+    _known, score_based = _known_strategies()
+    needs = pc.and_(empty, pc.is_in(strategy, value_set=pa.array(sorted(score_based))))
+    if pc.any(needs).as_py():
+        row = _first_bad_row(needs)
+        raise PredictionsTableError(
+            f"{source}: row {row}: empty mode for strategy {strategy[row - 1].as_py()!r}, which ranks frames by "
+            "score and needs mode q or qa"
+        )
+    return pc.if_else(empty, pa.scalar("none"), mode)
+
+
 def read_predictions(path: str | os.PathLike[str], format: str | None = None) -> pa.Table:
     """Read and validate a tidy predictions table from CSV, Parquet or JSONL (see :func:`validate_table`)."""
     p = Path(path)
@@ -565,13 +541,17 @@ def _condition_of(row: Mapping[str, Any], where: str) -> str:
     try:
         if row.get("condition"):
             cond = Condition.from_key(row["condition"])
+            if row.get("strategy") and cond.strategy != row["strategy"] and cond.strategy.lower() == row["strategy"]:
+                cond = cond.replace(strategy=row["strategy"])  # matched case-insensitively, as the column
             for name in ("strategy", "mode", "k", "window"):
                 if row.get(name) is not None and row[name] != getattr(cond, name):
                     raise PredictionsTableError(
                         f"{where}: column {name}={row[name]!r} disagrees with condition {row['condition']!r}"
                     )
             return cond.key
-        kwargs: dict[str, Any] = {"strategy": row["strategy"], "mode": row["mode"], "k": int(row["k"])}
+        k = row.get("k")
+        kwargs: dict[str, Any] = {"strategy": row["strategy"], "mode": row["mode"],
+                                  "k": None if k is None else int(k)}
         for name in ("window", "encoder", "fps", "seed", "rotation", "variant"):
             if row.get(name) is not None and row.get(name) != "":
                 kwargs[name] = row[name]
@@ -614,7 +594,9 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
     """Predictions from a (validated) tidy table, e.g. to bring a table made elsewhere into a store.
 
     The condition is the ``condition`` column when present (checked against strategy, mode, k,
-    window), else built from the condition columns. A store needs the parsed ``answer`` (index or
+    window), else built from the condition columns (an empty ``k`` is an unknown K: ``k=unknown``).
+    Every Prediction field is read back from its column(s) (:data:`tempcore.schema.TIDY_COLUMNS`), so
+    store -> export -> import keeps every column but ``run_id`` / ``created_at`` (the import's run). A store needs the parsed ``answer`` (index or
     letter) of every row: a row without one must be a parse failure (``parse_error`` = 1, and then
     ``correct`` = 0). Absent optional columns take the record defaults (empty response, no frames).
     """
@@ -662,11 +644,27 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
                     answer_method=row.get("answer_method") or "generate",
                     option_probs=None if probs is None else tuple(float(x) for x in probs),
                     parse_error=parse_error,
+                    target=_optional_int(row.get("target"), where, "target"),
+                    sample_hash=row.get("sample_hash") or "",
+                    model_fingerprint=row.get("model_fingerprint") or "",
+                    encoder_fingerprint=row.get("encoder_fingerprint") or None,
+                    n_frames=_optional_int(row.get("n_frames"), where, "n_frames"),
+                    video_damage=row.get("video_damage") or None,
                 )
             )
         except ValueError as exc:
             raise PredictionsTableError(f"{where}: {exc}") from exc
     return out
+
+
+def _optional_int(value: Any, where: str, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise PredictionsTableError(f"{where}: {name} must be a non-negative integer or empty, not {value!r}")
+    return value
 
 
 def import_table(
@@ -683,6 +681,22 @@ def import_table(
     }
     run_id = store.start_run(manifest)
     return run_id, len(predictions), store.put(predictions, run_id, overwrite=overwrite)
+
+
+def fingerprint_conflicts(table: pa.Table) -> dict[str, list[str]]:
+    """Models whose rows carry more than one ``model_fingerprint``: ``model -> sorted fingerprints``.
+
+    For ``diagnose`` / ``accuracy``, which must not pool rows of one model name answered by different
+    model entries (another prompt, revision, method ...). Empty fingerprints (unknown: tables made
+    elsewhere, stores before schema v2) are not a conflict by themselves, and a table without the
+    column has none."""
+    if "model_fingerprint" not in table.column_names:
+        return {}
+    seen: dict[str, set[str]] = {}
+    for model, fp in zip(table.column("model").to_pylist(), table.column("model_fingerprint").to_pylist()):
+        if fp:
+            seen.setdefault(model, set()).add(fp)
+    return {m: sorted(fps) for m, fps in sorted(seen.items()) if len(fps) > 1}
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:
@@ -924,6 +938,7 @@ __all__ = [
     "LmmsEvalImportError",
     "PredictionsTableError",
     "file_sha256",
+    "fingerprint_conflicts",
     "import_lmms_eval",
     "import_table",
     "infer_format",

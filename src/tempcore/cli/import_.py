@@ -105,6 +105,7 @@ def import_lmms_eval_command(args: argparse.Namespace) -> int:
     print(
         f"run {run_id}: {len(predictions)} predictions read ({parse_failures} parse failures, "
         f"{len(errors or ())} lines skipped), {written} stored in {store.path}"
+        f"{_why_not_stored(len(predictions), written, args)}"
     )
     return 0
 
@@ -114,5 +115,14 @@ def import_table_command(args: argparse.Namespace) -> int:
 
     with _open_store(args.store) as store:
         run_id, rows, written = import_table(args.file, store, overwrite=args.overwrite, format=args.format)
-    print(f"run {run_id}: {rows} predictions read, {written} stored in {store.path}")
+    print(f"run {run_id}: {rows} predictions read, {written} stored in {store.path}{_why_not_stored(rows, written, args)}")
     return 0
+
+
+def _why_not_stored(rows: int, written: int, args: argparse.Namespace) -> str:
+    """Why fewer rows were stored than read (empty when all were)."""
+    if written >= rows or args.overwrite:
+        return ""
+    kept = rows - written
+    return (f"; {kept} of {rows} rows were not stored: their keys (benchmark, sample, model, condition) are "
+            "already stored and the first write wins (pass --overwrite to replace them)")

@@ -16,7 +16,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "already holds, and answer the rest. Safe to interrupt: rerun the same command to resume.",
     )
     p.add_argument("--config", required=True, type=Path, help="run configuration (YAML)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan and the number of calls; call no model")
+    p.add_argument("--dry-run", action="store_true",
+                   help="check the configuration and print the plan from the annotations alone: no encoder, "
+                   "no decoding, no store written, no model called")
+    p.add_argument("--recompute", action="store_true",
+                   help="replace the stored predictions whose fingerprints (sample content and video, model "
+                   "entry, encoder) differ from this run's; without it such a run stops and names them")
     p.add_argument("--limit", type=int, help="only the first N samples of each benchmark (a quick try)")
     p.add_argument("--out", help="run folder (overrides the configuration's 'out')")
     p.add_argument("--shard", help="I/N: only shard I of N (stable hash of the sample ids), to split a run")
@@ -44,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
         shard = (i, n)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     summary = run_config(cfg, dry_run=args.dry_run, limit=args.limit, shard=shard, progress=not args.no_progress,
-                         log=log)
+                         log=log, recompute=args.recompute)
     if args.json:
         json.dump(summary.to_json(), sys.stdout)
         sys.stdout.write("\n")

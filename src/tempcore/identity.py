@@ -1,0 +1,190 @@
+"""The identity of a prediction: what decided it, as fingerprints stored with it.
+
+A prediction is *keyed* by (benchmark, sample id, model name, condition key). Its *fingerprint* is
+everything else that decided it; ``tempcore run`` reuses a stored prediction only when all of these
+match the run's:
+
+``sample_hash``  (:func:`sample_identity`)
+    The sample's content: question, options in order, answer index, answer interval, segment
+    (start / end), media kind — and the identity of its video. Choice: the video's identity is its
+    *content* hash (SHA-256 of the file's bytes, of every file of a frame folder; see
+    :func:`tempcore.encoders.cache.content_hash`), memoised by the embedding cache against path,
+    size, mtime and inode so that a video is read once per change, not once per run. A content
+    hash (not path + mtime) means a benchmark copied to another machine or folder keeps its
+    fingerprints (shards merged with ``tempcore import table`` compare equal), and a video rewritten
+    in place changes them. A missing video has the identity ``"missing"``; when it appears, the
+    sample's stored no-frame rows count as changed too (conservative: one rule for every row).
+    The sample id is part of the key, not of the fingerprint; the benchmark's free ``metadata``
+    (task type, duration group) is not included: it does not reach the model.
+``model_fingerprint``  (:func:`model_identity`)
+    The model entry: backend, model id, revision, dtype, trust_remote_code, max_new_tokens,
+    image settings (max_image_side, image_size, max_frames), generation_kwargs, processor_kwargs,
+    system_prompt, score_option_text, backend ``extra``, the answer method, the prompt template
+    actually rendered (its name, text and option format; the run's ``prompt`` overrides the
+    model's), the chat template when it is known without loading the model (a local folder's
+    ``chat_template.jinja`` / ``chat_template.json`` / ``tokenizer_config.json``; a hub id's chat
+    template is covered by its ``revision``), and the run's grey-image side of no-frame
+    requests (``noframe_size``). Left out, as they do not change an answer: the display name (it
+    is the key), the preset name (its values are expanded into the fields above), device,
+    batch_size, concurrency, timeout_s, max_retries, api_key_env; and ``base_url``: the server is
+    where the model is, the model id and revision say what it is (a different quantisation
+    behind another URL must get another ``name`` or ``revision``). Secrets never enter the data.
+``encoder_fingerprint``
+    For score-based strategies (maxprob, minprob, aks, bolt and their shuffled / reversed variants)
+    the encoder's own ``fingerprint`` (weights, image preprocessing, dtype), ``None`` otherwise. The
+    condition key carries the encoder's *name* only (``encoder=...``), which stays the same when a
+    local folder's weights are replaced; the fingerprint does not.
+
+The condition key itself (strategy, mode, K, window, fps, seed, rotation, variant) is part of the key.
+
+Fingerprints are 32 hex digits of the SHA-256 of the canonical JSON of the data (sorted keys). The
+data behind each fingerprint is kept in the store's ``fingerprints`` table so that a rerun can say
+what changed (:func:`describe_model_change`, :func:`describe_sample_change`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tempcore.records import Sample
+
+FINGERPRINT_LENGTH = 32
+MISSING_VIDEO = "missing"
+
+#: ModelSpec fields that decide an answer (see the module docstring for those left out).
+MODEL_FIELDS = (
+    "backend", "model", "revision", "dtype", "trust_remote_code", "max_new_tokens", "max_image_side",
+    "image_size", "max_frames", "generation_kwargs", "processor_kwargs", "system_prompt",
+    "score_option_text", "extra",
+)
+_LABELS = {
+    "backend": "backend", "model": "model id", "revision": "revision", "dtype": "dtype",
+    "trust_remote_code": "trust_remote_code", "max_new_tokens": "max_new_tokens",
+    "max_image_side": "max_image_side", "image_size": "image_size", "max_frames": "max_frames",
+    "generation_kwargs": "generation settings", "processor_kwargs": "processor settings",
+    "system_prompt": "system prompt", "score_option_text": "score_option_text", "extra": "backend options",
+    "method": "answer method", "prompt_template": "prompt template", "chat_template": "chat template",
+    "noframe_size": "no-frame image size",
+    "question": "question", "options": "options", "answer": "answer", "answer_interval": "answer interval",
+    "segment": "segment", "media": "media", "video": "video",
+}
+
+
+def fingerprint(data: Mapping[str, Any]) -> str:
+    """32 hex digits of the SHA-256 of ``data`` as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:FINGERPRINT_LENGTH]
+
+
+def sample_identity(sample: Sample, video_id: str | None) -> dict[str, Any]:
+    """What of ``sample`` decides an answer; ``video_id`` is the video's content hash or ``None`` (missing)."""
+    return {
+        "question": sample.question,
+        "options": list(sample.options),
+        "answer": sample.answer,
+        "answer_interval": None if sample.answer_interval is None else list(sample.answer_interval),
+        "segment": [sample.start, sample.end],
+        "media": sample.media,
+        "video": video_id or MISSING_VIDEO,
+    }
+
+
+def model_identity(
+    spec: Any,
+    *,
+    method: str,
+    template: Any,
+    noframe_size: int,
+    chat_template: str | None = None,
+) -> dict[str, Any]:
+    """What of a model entry decides its answers (``spec`` a :class:`tempcore.models.ModelSpec`,
+    ``template`` the :class:`tempcore.prompts.PromptTemplate` the runner renders)."""
+    from tempcore.store import redact_secrets
+
+    data = {name: _plain(getattr(spec, name)) for name in MODEL_FIELDS}
+    data["method"] = method
+    data["prompt_template"] = {"name": template.name, "text": template.text, "option_format": template.option_format}
+    data["chat_template"] = chat_template
+    data["noframe_size"] = int(noframe_size)
+    return redact_secrets(data)
+
+
+def local_chat_template(model: str) -> str | None:
+    """The chat template of a local checkpoint folder, when it has one (read, never executed)."""
+    folder = Path(os.path.expanduser(model))
+    if not folder.is_dir():
+        return None
+    for name in ("chat_template.jinja", "chat_template.json"):
+        f = folder / name
+        if f.is_file():
+            return f.read_text(encoding="utf-8", errors="replace")
+    cfg = folder / "tokenizer_config.json"
+    if cfg.is_file():
+        try:
+            value = json.loads(cfg.read_text(encoding="utf-8")).get("chat_template")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return None if value is None else json.dumps(value, sort_keys=True)
+    return None
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def changed_fields(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> list[str]:
+    """Readable names of the entries that differ between two identities (``old`` unknown: ``[]``)."""
+    if old is None:
+        return []
+    names = sorted(set(old) | set(new), key=lambda n: list(_LABELS).index(n) if n in _LABELS else 99)
+    return [_LABELS.get(n, n) for n in names if old.get(n) != new.get(n)]
+
+
+def describe_model_change(model: str, old: Mapping[str, Any] | None, new: Mapping[str, Any], n: int) -> str:
+    """``"model qwen3-vl-8b: prompt template changed (400 stored predictions)"``."""
+    what = changed_fields(old, new)
+    if old is None:
+        reason = "entry changed (the stored fingerprint's details are not in this store)"
+    else:
+        reason = (" and ".join([", ".join(what[:-1]), what[-1]]) if len(what) > 1 else what[0]) + " changed" \
+            if what else "entry changed"
+    return f"model {model}: {reason} ({n} stored prediction{'s' if n != 1 else ''})"
+
+
+def describe_sample_change(benchmark: str, changes: Mapping[str, list[str]], n_rows: int) -> str:
+    """``"videomme: 37 samples changed their question or options (2220 stored predictions)"``.
+
+    ``changes`` maps sample id -> the changed fields of that sample."""
+    fields: list[str] = []
+    for what in changes.values():
+        for f in what or ["content"]:
+            if f not in fields:
+                fields.append(f)
+    order = [v for v in _LABELS.values()]
+    fields.sort(key=lambda f: order.index(f) if f in order else 99)
+    n = len(changes)
+    joined = fields[0] if len(fields) == 1 else ", ".join(fields[:-1]) + " or " + fields[-1]
+    return (f"{benchmark}: {n} sample{'s' if n != 1 else ''} changed {'its' if n == 1 else 'their'} {joined} "
+            f"({n_rows} stored prediction{'s' if n_rows != 1 else ''})")
+
+
+__all__ = [
+    "FINGERPRINT_LENGTH",
+    "MODEL_FIELDS",
+    "changed_fields",
+    "describe_model_change",
+    "describe_sample_change",
+    "fingerprint",
+    "local_chat_template",
+    "model_identity",
+    "sample_identity",
+]
