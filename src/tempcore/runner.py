@@ -514,17 +514,12 @@ def _model_entry(entry: dict[str, Any]) -> tuple[Any, str]:
 
 
 def _without_url_credentials(model: dict[str, Any]) -> dict[str, Any]:
-    """A model entry for the run manifest: credentials inside ``base_url`` (``user:pass@``) removed."""
-    from urllib.parse import urlsplit, urlunsplit
+    """A model entry for the run manifest, through the one redaction function
+    (:func:`tempcore.redaction.redact_secrets`): ``base_url`` user info (``user:pass@``) and secret
+    query values (``?api-key=``, ``?key=``, ...) become ``<redacted>``, as do secret-named keys."""
+    from tempcore.redaction import redact_secrets
 
-    data = dict(model)
-    url = data.get("base_url")
-    if url:
-        parts = urlsplit(str(url))
-        if parts.username or parts.password:
-            netloc = f"<redacted>@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
-            data["base_url"] = urlunsplit(parts._replace(netloc=netloc))
-    return data
+    return redact_secrets(dict(model))
 
 
 def _default_factory(spec: Any) -> Any:
