@@ -469,6 +469,17 @@ def _read_jsonl_slow(path: Path, data: bytes | None = None) -> pa.Table:
 
 def _read_raw(path: Path, fmt: str) -> pa.Table:
     import pyarrow as pa
+
+    table = _read_raw_unchecked(path, fmt)
+    try:
+        table.validate(full=True)  # Arrow keeps bytes that are not UTF-8 in strings; they fail later
+    except pa.ArrowInvalid as exc:
+        raise PredictionsTableError(f"{path}: not a valid {fmt} table: {exc}") from exc
+    return table
+
+
+def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
     import pyarrow.parquet as pq
@@ -487,6 +498,10 @@ def _read_raw(path: Path, fmt: str) -> pa.Table:
             )
         data = path.read_bytes()
         _check_jsonl(path, data)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:  # the line-by-line reader names the line
+            return _read_jsonl_slow(path, data)
         try:
             return pajson.read_json(pa.BufferReader(data))
         except (pa.ArrowInvalid, pa.ArrowTypeError):
