@@ -473,9 +473,21 @@ def _read_raw(path: Path, fmt: str) -> pa.Table:
     table = _read_raw_unchecked(path, fmt)
     try:
         table.validate(full=True)  # Arrow keeps bytes that are not UTF-8 in strings; they fail later
-    except pa.ArrowInvalid as exc:
+        table.column_names  # noqa: B018 - names are decoded here (a Parquet file may hold any bytes)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise PredictionsTableError(f"{path}: not a valid {fmt} table: {exc}") from exc
     return table
+
+
+def _check_utf8(path: Path, data: bytes) -> None:
+    """A CSV table must be UTF-8 text: the error names the line and byte of the first bad one."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PredictionsTableError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        ) from None
 
 
 def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
@@ -488,11 +500,12 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
         if fmt == "parquet":
             return pq.read_table(path)
         if fmt == "csv":
-            with open(path, "rb") as fh:
-                header = fh.readline().decode("utf-8", errors="replace").strip().split(",")
+            data = path.read_bytes()
+            _check_utf8(path, data)
+            header = data.split(b"\n", 1)[0].decode("utf-8").strip().split(",")
             types = {name.strip('"'): pa.string() for name in header if name.strip('"') in _STRING_COLUMNS}
             return pacsv.read_csv(
-                path,
+                pa.BufferReader(data),
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
                 convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
             )
