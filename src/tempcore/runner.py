@@ -516,10 +516,15 @@ def _model_entry(entry: dict[str, Any]) -> tuple[Any, str]:
 def _without_url_credentials(model: dict[str, Any]) -> dict[str, Any]:
     """A model entry for the run manifest, through the one redaction function
     (:func:`tempcore.redaction.redact_secrets`): ``base_url`` user info (``user:pass@``) and secret
-    query values (``?api-key=``, ``?key=``, ...) become ``<redacted>``, as do secret-named keys."""
+    query values (``?api-key=``, ``?key=``, ...) become ``<redacted>``, as do secret-named keys and
+    the value of the entry's API key (read from its ``api_key_env``) wherever it appears."""
+    import os
+
     from tempcore.redaction import redact_secrets
 
-    return redact_secrets(dict(model))
+    env = model.get("api_key_env")
+    key = os.environ.get(str(env)) if env else None
+    return redact_secrets(dict(model), [key])
 
 
 def _default_factory(spec: Any) -> Any:

@@ -266,11 +266,14 @@ class _BadCompletion(Exception):
         self.retryable = retryable
 
 
-def parse_completion(payload: bytes, n_options: int) -> tuple[str, tuple[float, ...] | None, bool]:
-    """``(text, option_logprobs, had_logprobs)`` from a chat-completion body; raises ``_BadCompletion``."""
+def parse_completion(
+    payload: bytes, n_options: int, clean: Callable[[str], str] = lambda text: text
+) -> tuple[str, tuple[float, ...] | None, bool]:
+    """``(text, option_logprobs, had_logprobs)`` from a chat-completion body; raises ``_BadCompletion``
+    (whose message quotes the body through ``clean``, redaction, before cutting it)."""
     try:
         data = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise _BadCompletion(
             f"response body is not valid JSON ({len(payload)} bytes)", retryable=True
         ) from exc
@@ -279,7 +282,7 @@ def parse_completion(payload: bytes, n_options: int) -> tuple[str, tuple[float, 
         message = choice["message"]
     except (KeyError, IndexError, TypeError) as exc:
         raise _BadCompletion(
-            f"response is not a chat completion (no choices[0].message): {str(data)[:_ERROR_BODY_CHARS]}",
+            f"response is not a chat completion (no choices[0].message): {clean(str(data))[:_ERROR_BODY_CHARS]}",
             retryable=False,
         ) from exc
     content = message.get("content") if isinstance(message, dict) else None
@@ -776,7 +779,9 @@ class OpenAIChatModel:
         status = response.status_code
         if 200 <= status < 300:
             try:
-                text, option_lp, had_lp = parse_completion(response.content, n_options)
+                text, option_lp, had_lp = parse_completion(
+                    response.content, n_options, lambda body: self._redact(body, key)
+                )
             except _BadCompletion as exc:
                 return _Attempt(error=f"HTTP {status}: {exc}", retryable=exc.retryable)
             return _Attempt(text=text, option_logprobs=option_lp, had_logprobs=had_lp)
