@@ -50,11 +50,11 @@ class InvalidRow:
 
     def __str__(self) -> str:
         where = f" [{self.sample_id}]" if self.sample_id else ""
-        return f"{self.file}:{self.row}:{where} {self.reason}"
+        return printable(f"{self.file}:{self.row}:{where} {self.reason}")  # a file name may hold any bytes
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "file": str(self.file),
+            "file": printable(str(self.file)),
             "row": self.row,
             "sample_id": self.sample_id,
             "kind": self.kind,
@@ -73,10 +73,15 @@ class SkippedRow:
 
     def __str__(self) -> str:
         where = f" [{self.sample_id}]" if self.sample_id else ""
-        return f"{self.file}:{self.row}:{where} skipped: {self.reason}"
+        return printable(f"{self.file}:{self.row}:{where} skipped: {self.reason}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": str(self.file), "row": self.row, "sample_id": self.sample_id, "reason": self.reason}
+        return {
+            "file": printable(str(self.file)),
+            "row": self.row,
+            "sample_id": self.sample_id,
+            "reason": self.reason,
+        }
 
 
 @dataclass
