@@ -135,3 +135,10 @@ def test_redact_secrets_strings_and_known_values() -> None:
         "args": ["--api-key", REDACTED, f"--token={REDACTED}"],
         "note": f"{REDACTED} here",
     }
+
+
+def test_prose_is_not_mistaken_for_credentials() -> None:
+    text = "Basic reasoning: the bearer of the cup. Basic test"
+    assert redact_text(text) == text
+    basic = base64.b64encode(b"u:p").decode()
+    assert redact_text(f"Basic {basic}") == f"Basic {REDACTED}"

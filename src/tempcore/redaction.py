@@ -12,9 +12,9 @@ share one set of rules:
   ``api-key``, ``api_key``, ``key``, ``token``, ``access_token``, ``sig``, ``signature``,
   ``password`` ...): ``?api-key=XYZ`` becomes ``?api-key=<redacted>``, in URLs and in any text
   that quotes a query string.
-* **Authorization values**: ``Bearer XYZ`` / ``Basic dXNlcjpwYXNz`` / ``Token XYZ`` keep their
-  scheme, lose their value; so does the value after ``Authorization:`` / ``api-key:``-style
-  header names.
+* **Authorization values**: ``Bearer XYZ...`` (6 characters or more) and ``Basic dXNlcjpwYXNz``
+  (a value that decodes to ``user:password``) keep their scheme, lose their value; so does the
+  value after ``Authorization:`` / ``x-api-key:`` / ``api-key:`` / ``cookie:`` header names.
 * **Known secrets** (the API key read from the environment, a URL's password and
   ``user:password``): every occurrence in plain text, percent-encoded (``quote`` and
   ``quote_plus``), and base64 (standard and URL-safe, with and without padding; Basic auth is
@@ -32,6 +32,7 @@ value of ``--api-key=XYZ`` are redacted too. The functions copy; inputs are neve
 from __future__ import annotations
 
 import base64
+import binascii
 import logging
 import re
 from collections.abc import Iterable, Mapping
@@ -65,7 +66,7 @@ _SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_\-]+)(=.*)?$")
 _USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>[^/@\s?#\"'<>]+)@")
 _QUERY_PARAM = re.compile(r"(?P<lead>[?&;](?P<name>[A-Za-z0-9_.\-%]+)=)(?P<value>[^&#\s\"'<>]*)")
 _AUTH_SCHEME = re.compile(
-    r"\b(?P<scheme>[Bb]earer|BEARER)(?P<sep>\s+)(?P<value>[A-Za-z0-9._~+/=\-]+)"
+    r"\b(?P<scheme>[Bb]earer|BEARER)(?P<sep>\s+)(?P<value>[A-Za-z0-9._~+/=\-]{6,})"
     r"|\b(?P<bscheme>Basic|BASIC)(?P<bsep>\s+)(?P<bvalue>[A-Za-z0-9+/]{4,}={0,2})"
 )
 _AUTH_HEADER = re.compile(
@@ -159,16 +160,24 @@ def redact_text(text: str, secrets: Iterable[str | None] = ()) -> str:
         ),
         text,
     )
-    text = _AUTH_SCHEME.sub(
-        lambda m: (
-            f"{m.group('scheme')}{m.group('sep')}{REDACTED}"
-            if m.group("scheme")
-            else f"{m.group('bscheme')}{m.group('bsep')}{REDACTED}"
-        ),
-        text,
-    )
+    text = _AUTH_SCHEME.sub(_auth_value, text)
     text = _AUTH_HEADER.sub(lambda m: f"{m.group('name')}{m.group('sep')}{REDACTED}", text)
     return _TOKEN_IN_TEXT.sub(REDACTED, text)
+
+
+def _auth_value(m: re.Match[str]) -> str:
+    """A ``Bearer`` token, or a ``Basic`` value that decodes to ``user:password`` (so prose such as
+    "Basic reasoning" is left alone), loses its value."""
+    if m.group("scheme"):
+        return f"{m.group('scheme')}{m.group('sep')}{REDACTED}"
+    value = m.group("bvalue")
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (ValueError, binascii.Error):
+        return m.group(0)
+    if b":" not in decoded:
+        return m.group(0)
+    return f"{m.group('bscheme')}{m.group('bsep')}{REDACTED}"
 
 
 def redact_url(url: str, placeholder: str = REDACTED) -> str:
