@@ -75,3 +75,15 @@ def test_damaged_video_is_noted_and_its_frames_shown(tmp_path: Path) -> None:
     clean = write_video(tmp_path / "c.mp4", duration=1.0, fps=10)
     entry = {"maxprob": {"indices": [0, 3], "timestamps": [0.0, 0.3], "fps": 10.0}}
     assert _attach_thumbnails(entry, Sample("toy", "s2", clean.name, "q?", ("a", "b"), 0), tmp_path, 32) is None
+
+
+def test_hostile_frame_lists_in_the_table_do_not_break_thumbnails(tmp_path: Path) -> None:
+    from tempcore.report.browser import _json_list
+
+    assert _json_list("[" * 20_000 + "]" * 20_000) is None  # refused, not a RecursionError
+    assert _json_list("[1, 2]") == [1, 2]
+    sample = Sample("toy", "s1", "v.mp4", "q?", ("a", "b"), 0)
+    write_video(tmp_path / "v.mp4", duration=1.0, fps=10)
+    entry = {"maxprob": {"indices": ["a", 1], "timestamps": [0.0, 0.1], "fps": 10.0}}
+    note = _attach_thumbnails(entry, sample, tmp_path, 32)
+    assert note is not None and "not non-negative integers" in note

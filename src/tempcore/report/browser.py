@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import base64
 import io
-import json
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -153,9 +152,11 @@ def answer_cells(rows: Sequence[Mapping[str, Any]], max_response_chars: int = 30
 def _json_list(value: Any) -> list[Any] | None:
     if value is None or value == "":
         return None
-    try:
-        parsed = json.loads(value) if isinstance(value, str) else list(value)
-    except (json.JSONDecodeError, TypeError):
+    from tempcore import safejson
+
+    try:  # the table is untrusted: a frame list nested 20k levels deep must not crash the report
+        parsed = safejson.loads(value) if isinstance(value, str) else list(value)
+    except (ValueError, TypeError):
         return None
     return parsed if isinstance(parsed, list) else None
 
@@ -331,7 +332,10 @@ def _attach_thumbnails(
     or damaged (see "Opening videos" in the module docstring)."""
     from tempcore.benchmarks import resolve_video
 
-    wanted = sorted({i for s in entry.values() for i in s.get("indices", [])})
+    given = [i for s in entry.values() for i in s.get("indices", [])]
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in given):
+        return "frame indices in the predictions are not non-negative integers; no thumbnails"
+    wanted = sorted(set(given))
     if not wanted:
         return None
     path = resolve_video(sample, root)
