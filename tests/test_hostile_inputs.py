@@ -215,3 +215,25 @@ def test_empty_predictions_tables_say_0_rows(tmp_path: Path, capsys) -> None:
         assert main(["accuracy", "--predictions", str(path)]) == 1
         err = capsys.readouterr().err
         assert "0 rows" in err and str(path) in err and "null values" not in err
+
+
+def test_cli_inspect_names_every_hostile_row_without_a_traceback(tmp_path: Path) -> None:
+    ok = {"id": "s0", "video": "v.mp4", "question": "q?", "options": ["a", "b"], "answer": 0}
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\n".join([
+        json.dumps(ok).encode(),
+        json.dumps({**ok, "id": SURROGATE}).encode(),
+        json.dumps({**ok, "id": "s2", "x": 0})[:-1].encode() + b', "deep": ' + b"[" * DEEP + b"]" * DEEP + b"}",
+        json.dumps({**ok, "id": "s3"}).encode().replace(b"q?", b"q\xff?"),
+        json.dumps({**ok, "id": "s4", "question": "a\u2028b"}, ensure_ascii=False).encode(),
+    ]))
+    env = {**__import__("os").environ, "PYTHONIOENCODING": "utf-8:strict"}
+    base = [sys.executable, "-c", "import sys; from tempcore.cli import main; sys.exit(main())", "benchmarks", "inspect", "generic", "--annotations", str(path)]
+    proc = subprocess.run([*base, "--skip-invalid", "--json"], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    report = json.loads(proc.stdout)
+    assert report["invalid"] == 3
+    assert {(r["row"], r["kind"]) for r in report["invalid_reasons"]} == {(2, "bad_text"), (3, "too_deep"), (4, "bad_text")}
+    proc = subprocess.run(base, capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert f"{path}:2: [\\udc00] the sample id holds a lone surrogate" in proc.stderr
