@@ -94,7 +94,9 @@ class MeanColourModel:
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected misbehaviour: ``kind`` is ``status``, ``timeout``, ``drop`` or ``reset``."""
+    """One injected misbehaviour: ``kind`` is ``status``, ``timeout``, ``drop``, ``reset`` or ``echo``
+    (an HTTP ``status`` error whose message repeats the request line and every header, as a
+    careless server or proxy does)."""
 
     kind: str
     status: int = 500
@@ -117,6 +119,7 @@ def timeout(sleep_s: float = 5.0) -> Fault:
 
 
 DROP = Fault("drop")
+ECHO = Fault("echo", status=400)
 RESET = Fault("reset")
 
 
@@ -131,6 +134,7 @@ class PeerRequest:
     prompt: str
     image_urls: list[str]
     images: list[np.ndarray]
+    target: str = ""
 
 
 class ByPrompt:
@@ -381,12 +385,12 @@ class HTTPPeer:
         stats.in_flight += 1
         stats.max_in_flight = max(stats.max_in_flight, stats.in_flight)
         try:
-            return await self._chat(index, headers, raw, writer)
+            return await self._chat(index, headers, raw, writer, target)
         finally:
             stats.in_flight -= 1
 
     async def _chat(
-        self, index: int, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
+        self, index: int, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter, target: str = ""
     ) -> bool:
         try:
             body = json.loads(raw)
@@ -395,13 +399,13 @@ class HTTPPeer:
         except (ValueError, _BadRequest) as exc:
             await self._send(writer, 400, _error(str(exc), "invalid_request_error"))
             return True
-        request = PeerRequest(index, time.monotonic(), headers, body, prompt, urls, images)
+        request = PeerRequest(index, time.monotonic(), headers, body, prompt, urls, images, target)
         if self.keep_requests:
             self.received.append(request)
         fault = self.faults(request) if self.faults is not None else None
         if fault is not None:
             self.stats.faults[fault.kind if fault.kind != "status" else str(fault.status)] += 1
-            return await self._inject(fault, writer, headers)
+            return await self._inject(fault, writer, headers, target)
         delay = self.latency_s(request) if callable(self.latency_s) else self.latency_s
         if delay > 0:
             await asyncio.sleep(delay)
@@ -460,7 +464,13 @@ class HTTPPeer:
             "usage": {"prompt_tokens": 0, "completion_tokens": 1, "total_tokens": 1},
         }
 
-    async def _inject(self, fault: Fault, writer: asyncio.StreamWriter, headers: dict[str, str]) -> bool:
+    async def _inject(
+        self, fault: Fault, writer: asyncio.StreamWriter, headers: dict[str, str], target: str = ""
+    ) -> bool:
+        if fault.kind == "echo":
+            said = f"bad request POST {target} " + " ".join(f"{k}: {v}" for k, v in headers.items())
+            await self._send(writer, fault.status, _error(said, "echo"))
+            return True
         if fault.kind == "status":
             await self._send(writer, fault.status, _error(fault.message, "injected"), fault.headers)
             return True

@@ -8,6 +8,7 @@ arrival order.
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import logging
@@ -309,7 +310,7 @@ def test_api_key_is_sent_read_at_call_time_and_never_leaks(serve, client, monkey
     model = client(peer, api_key_env="TEMPCORE_TEST_KEY")
     out = model.answer(uniform_requests(3))
     assert out[0].ok and out[0].attempts == 3 and out[2].ok
-    assert out[1].text is None and "Incorrect API key provided: ***" in (out[1].error or "")
+    assert out[1].text is None and "Incorrect API key provided: <redacted>" in (out[1].error or "")
     assert {r.headers.get("authorization") for r in peer.received} == {f"Bearer {canary}"}
 
     rotated = f"sk-rotated-{uuid.uuid4().hex}"
@@ -525,3 +526,48 @@ def test_peer_rejects_a_malformed_body_with_400(serve) -> None:
     started = time.monotonic()
     reply = httpx.post(peer.base_url + "/chat/completions", content=b"{not json", timeout=5)
     assert reply.status_code == 400 and time.monotonic() - started < 2
+
+
+# --- user info and query strings in base_url (issue 13) ---------------------------------------
+
+
+def test_user_info_never_replaces_the_bearer_key(serve, monkeypatch) -> None:
+    peer = serve()
+    monkeypatch.setenv("TEMPCORE_UI_KEY", "sk-ui-key-0123456789abcdef")
+    url = f"http://alice:pa55word@127.0.0.1:{peer.port}/v1/?api-key=QV1&api-version=2024"
+    with OpenAIChatModel("m", url, **{**FAST, "api_key_env": "TEMPCORE_UI_KEY"}) as model:  # type: ignore[arg-type]
+        [response] = model.answer(uniform_requests(1))
+        assert response.ok, response.error
+        described = json.dumps(model.describe()) + repr(model)
+    [got] = peer.received
+    assert got.headers["authorization"] == "Bearer sk-ui-key-0123456789abcdef"
+    assert got.target == "/v1/chat/completions?api-key=QV1&api-version=2024"
+    assert "pa55word" not in described and "QV1" not in described and "api-version=2024" in described
+
+
+def test_user_info_is_sent_as_basic_only_without_a_key(serve) -> None:
+    peer = serve()
+    url = f"http://alice:pa%40ss@127.0.0.1:{peer.port}/v1"
+    with OpenAIChatModel("m", url, **{**FAST, "api_key_env": "TEMPCORE_UNSET_KEY"}) as model:  # type: ignore[arg-type]
+        [response] = model.answer(uniform_requests(1))
+    assert response.ok, response.error
+    [got] = peer.received
+    assert got.headers["authorization"] == "Basic " + base64.b64encode(b"alice:pa@ss").decode()
+    assert got.target == "/v1/chat/completions"
+
+
+def test_request_url_keeps_the_query_after_the_path() -> None:
+    from tempcore.models.openai_http import request_url
+
+    assert request_url("https://h/v1?api-key=K") == ("https://h/v1/chat/completions?api-key=K", None)
+    assert request_url("https://u:p@h:8/openai/v1/#frag") == ("https://h:8/openai/v1/chat/completions", ("u", "p"))
+
+
+def test_echoed_credentials_are_redacted_before_the_error_is_cut(serve, monkeypatch) -> None:
+    # the key sits across the 300-character cut of the error body: cutting first would leak half of it
+    key = "sk-cut-" + "k" * 40
+    monkeypatch.setenv("TEMPCORE_CUT_KEY", key)
+    peer = serve(faults=lambda r: status(400, message="x" * 280 + key))
+    with OpenAIChatModel("m", peer.base_url, **{**FAST, "api_key_env": "TEMPCORE_CUT_KEY"}) as model:  # type: ignore[arg-type]
+        [response] = model.answer(uniform_requests(1))
+    assert response.error is not None and "kkkkk" not in response.error and "sk-cut" not in response.error

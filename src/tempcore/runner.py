@@ -885,17 +885,17 @@ def _model_entry(entry: dict[str, Any]) -> tuple[Any, str]:
 
 
 def _without_url_credentials(model: dict[str, Any]) -> dict[str, Any]:
-    """A model entry for the run manifest: credentials inside ``base_url`` (``user:pass@``) removed."""
-    from urllib.parse import urlsplit, urlunsplit
+    """A model entry for the run manifest, through the one redaction function
+    (:func:`tempcore.redaction.redact_secrets`): ``base_url`` user info (``user:pass@``) and secret
+    query values (``?api-key=``, ``?key=``, ...) become ``<redacted>``, as do secret-named keys and
+    the value of the entry's API key (read from its ``api_key_env``) wherever it appears."""
+    import os
 
-    data = dict(model)
-    url = data.get("base_url")
-    if url:
-        parts = urlsplit(str(url))
-        if parts.username or parts.password:
-            netloc = f"<redacted>@{parts.hostname or ''}" + (f":{parts.port}" if parts.port else "")
-            data["base_url"] = urlunsplit(parts._replace(netloc=netloc))
-    return data
+    from tempcore.redaction import redact_secrets
+
+    env = model.get("api_key_env")
+    key = os.environ.get(str(env)) if env else None
+    return redact_secrets(dict(model), [key])
 
 
 def _default_factory(spec: Any) -> Any:

@@ -28,6 +28,7 @@ Frames
 
 from __future__ import annotations
 
+import logging
 import os
 import queue
 import threading
@@ -46,6 +47,8 @@ from tempcore.records import Sample
 MODES = ("q", "qa")
 QA_JOIN = "{question} {answer}"
 """The QA-mode text: question, one space, the correct option's text (both stripped)."""
+
+log = logging.getLogger(__name__)
 
 DECODER_CONVENTION = "tempcore.video.VideoReader/pts-last-shown/1"
 """Which frames decoding at ``fps`` picks; part of the cache key so a change of rule never reuses entries."""
@@ -148,6 +151,11 @@ class FrameEmbeddings:
     def __len__(self) -> int:
         return int(self.timestamps.shape[0])
 
+    @property
+    def damage(self) -> str | None:
+        """None for a clean video, else the decoder's short reason (truncated, undecodable data)."""
+        return self.decode_error or ("truncated" if self.truncated else None)
+
 
 @dataclass(frozen=True)
 class FrameScores:
@@ -171,6 +179,9 @@ class FrameScores:
     cache_hit: bool = False
     video: str = ""
     truncated_video: bool = False
+    #: None for a clean video, else why its frames are incomplete (truncated file, undecodable data);
+    #: the scores cover only the frames that decoded
+    damage: str | None = None
 
     def __len__(self) -> int:
         return int(self.timestamps.shape[0])
@@ -482,6 +493,14 @@ def _scores(
     fps: float | None,
 ) -> FrameScores:
     cos, s = eq1_scores(frames.embeddings, enc.embeddings[row])
+    if frames.damage is not None:
+        log.warning(
+            "sample %s: video %s is damaged (%s); scored on the %d frames that decoded",
+            sample.sample_id,
+            frames.video,
+            frames.damage,
+            len(frames),
+        )
     return FrameScores(
         sample_id=sample.sample_id,
         mode=mode,
@@ -497,6 +516,7 @@ def _scores(
         cache_hit=frames.cache_hit,
         video=frames.video,
         truncated_video=frames.truncated,
+        damage=frames.damage,
     )
 
 

@@ -52,7 +52,6 @@ import datetime as _dt
 import json
 import os
 import platform
-import re
 import sqlite3
 import subprocess
 import sys
@@ -68,6 +67,8 @@ from typing import Any
 from tempcore._version import __version__
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
+from tempcore.redaction import REDACTED as REDACTED
+from tempcore.redaction import is_secret_key, redact_secrets
 from tempcore.schema import KEY_COLUMNS, STORE_COLUMNS, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
@@ -75,7 +76,6 @@ Key = tuple[str, str, str, str]
 
 STORE_FILENAME = "store.sqlite"
 SCHEMA_VERSION = 2
-REDACTED = "<redacted>"
 
 _KEY_COLUMNS = KEY_COLUMNS
 _PREDICTION_COLUMNS = store_column_names()
@@ -147,73 +147,8 @@ class StoreError(TempcoreError):
 
 # --- secrets -------------------------------------------------------------------------------
 
-_SECRET_WORDS = {
-    "password",
-    "passwd",
-    "secret",
-    "authorization",
-    "apikey",
-    "cookie",
-    "credential",
-    "credentials",
-}
-_NOT_SECRET_SUFFIXES = {"env", "var", "envvar", "name", "file", "path", "type", "url"}
-_SECRET_VALUE = re.compile(
-    r"^(bearer|basic)\s+\S+"  # an HTTP authorization header value
-    r"|\bsk-[A-Za-z0-9_\-]{16,}"  # OpenAI-style keys
-    r"|\bhf_[A-Za-z0-9]{20,}",  # Hugging Face tokens
-    re.IGNORECASE,
-)
-_SECRET_FLAG = re.compile(r"^--?([A-Za-z0-9_\-]+)(=.*)?$")
-
-
-def is_secret_key(name: str) -> bool:
-    """Whether a mapping key names a secret: api_key, x-api-key, token, hf_token, password, authorization...
-
-    Keys that only *name* where a secret lives (``api_key_env``, ``token_file``, ``token_type``) and
-    counts such as ``max_new_tokens`` are not secrets.
-    """
-    snake = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    parts = [p for p in re.split(r"[^a-z0-9]+", snake) if p]
-    if not parts or parts[-1] in _NOT_SECRET_SUFFIXES:
-        return False
-    if _SECRET_WORDS & set(parts) or parts[-1] == "token":
-        return True
-    pairs = set(zip(parts, parts[1:]))
-    return bool(
-        pairs & {("api", "key"), ("access", "key"), ("private", "key"), ("secret", "key"), ("auth", "key")}
-    )
-
-
-def redact_secrets(value: Any) -> Any:
-    """A copy of ``value`` (nested dicts / lists / tuples of JSON values) with secrets replaced.
-
-    Redacted: the value of every mapping key :func:`is_secret_key` flags; strings that look like a
-    credential (``Bearer ...``, ``sk-...``, ``hf_...``); and, in lists of command-line arguments,
-    the argument after a secret flag (``--api-key XYZ``) or the value of ``--api-key=XYZ``.
-    """
-    if isinstance(value, Mapping):
-        return {k: (REDACTED if is_secret_key(str(k)) else redact_secrets(v)) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        out: list[Any] = []
-        redact_next = False
-        for item in value:
-            if redact_next:
-                out.append(REDACTED)
-                redact_next = False
-                continue
-            if isinstance(item, str) and (m := _SECRET_FLAG.match(item)) and is_secret_key(m.group(1)):
-                if m.group(2) is None:
-                    redact_next = True
-                    out.append(item)
-                else:
-                    out.append(f"{item.split('=', 1)[0]}={REDACTED}")
-                continue
-            out.append(redact_secrets(item))
-        return out
-    if isinstance(value, str) and _SECRET_VALUE.search(value):
-        return REDACTED
-    return value
+# is_secret_key / redact_secrets live in :mod:`tempcore.redaction` (the one redaction function);
+# they are imported above and re-exported here for existing callers.
 
 
 # --- manifest helpers ----------------------------------------------------------------------

@@ -313,26 +313,57 @@ def write_table(table: pa.Table, path: str | os.PathLike[str] | IO[bytes], forma
 # --- reading ------------------------------------------------------------------------------
 
 
-def _read_jsonl_slow(path: Path) -> pa.Table:
-    """Line-by-line JSONL reader: exact error positions and tolerant of mixed id types."""
+def _check_jsonl(path: Path, data: bytes) -> None:
+    """Refuse a JSONL file with a line nested deeper than :data:`~tempcore.safejson.MAX_DEPTH`
+    *before* Arrow's JSON reader sees it (deep nesting crashes that reader, killing the process)."""
+    from tempcore import safejson
+
+    if not safejson.too_deep(data):  # cheap: counts brackets of the whole file first
+        return
+    for n, line in safejson.split_lines(data):
+        if safejson.too_deep(line):
+            raise PredictionsTableError(f"{path}:{n}: JSON nested deeper than {safejson.MAX_DEPTH} levels")
+
+
+def _read_jsonl_slow(path: Path, data: bytes | None = None) -> pa.Table:
+    """Line-by-line JSONL reader: exact error positions and tolerant of mixed id types.
+
+    Lines end at ``\\n`` only (U+2028 / U+2029 / U+0085 inside strings are text); a line that is
+    not UTF-8, nested too deep, or holding a lone surrogate (``"\\udc00"``) is an error naming
+    the line."""
     import pyarrow as pa
 
+    from tempcore import safejson
+
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PredictionsTableError(f"{path}: cannot read: {exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise PredictionsTableError(f"{path}:{n}: not JSON: {exc}") from exc
-            if not isinstance(row, dict):
-                raise PredictionsTableError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
-            for name in _STRING_COLUMNS:
-                value = row.get(name)
-                if value is not None and not isinstance(value, str):
-                    row[name] = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
-            rows.append(row)
+    for n, raw_line in safejson.split_lines(data):
+        if not raw_line.strip():
+            continue
+        try:
+            row = safejson.loads(safejson.decode_line(raw_line))
+        except safejson.JSONTooDeepError as exc:
+            raise PredictionsTableError(f"{path}:{n}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise PredictionsTableError(f"{path}:{n}: not JSON: {exc}") from exc
+        except ValueError as exc:
+            raise PredictionsTableError(f"{path}:{n}: {exc}") from None
+        if not isinstance(row, dict):
+            raise PredictionsTableError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        problem = safejson.text_problem(row)
+        if problem is not None:
+            raise PredictionsTableError(f"{path}:{n}: {problem}")
+        for name in _STRING_COLUMNS:
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):
+                row[name] = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+        rows.append(row)
     if not rows:
         return pa.table({})
     try:
@@ -343,6 +374,29 @@ def _read_jsonl_slow(path: Path) -> pa.Table:
 
 def _read_raw(path: Path, fmt: str) -> pa.Table:
     import pyarrow as pa
+
+    table = _read_raw_unchecked(path, fmt)
+    try:
+        table.validate(full=True)  # Arrow keeps bytes that are not UTF-8 in strings; they fail later
+        table.column_names  # noqa: B018 - names are decoded here (a Parquet file may hold any bytes)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise PredictionsTableError(f"{path}: not a valid {fmt} table: {exc}") from exc
+    return table
+
+
+def _check_utf8(path: Path, data: bytes) -> None:
+    """A CSV table must be UTF-8 text: the error names the line and byte of the first bad one."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PredictionsTableError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        ) from None
+
+
+def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
+    import pyarrow as pa
     import pyarrow.csv as pacsv
     import pyarrow.json as pajson
     import pyarrow.parquet as pq
@@ -351,18 +405,25 @@ def _read_raw(path: Path, fmt: str) -> pa.Table:
         if fmt == "parquet":
             return pq.read_table(path)
         if fmt == "csv":
-            with open(path, "rb") as fh:
-                header = fh.readline().decode("utf-8", errors="replace").strip().split(",")
+            data = path.read_bytes()
+            _check_utf8(path, data)
+            header = data.split(b"\n", 1)[0].decode("utf-8").strip().split(",")
             types = {name.strip('"'): pa.string() for name in header if name.strip('"') in _STRING_COLUMNS}
             return pacsv.read_csv(
-                path,
+                pa.BufferReader(data),
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
                 convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
             )
+        data = path.read_bytes()
+        _check_jsonl(path, data)
         try:
-            return pajson.read_json(path)
+            data.decode("utf-8")
+        except UnicodeDecodeError:  # the line-by-line reader names the line
+            return _read_jsonl_slow(path, data)
+        try:
+            return pajson.read_json(pa.BufferReader(data))
         except (pa.ArrowInvalid, pa.ArrowTypeError):
-            return _read_jsonl_slow(path)
+            return _read_jsonl_slow(path, data)
     except OSError as exc:
         raise PredictionsTableError(f"{path}: cannot read: {exc}") from exc
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
@@ -527,11 +588,21 @@ def _fill_modes(mode: Any, strategy: Any, source: str) -> Any:
 
 
 def read_predictions(path: str | os.PathLike[str], format: str | None = None) -> pa.Table:
-    """Read and validate a tidy predictions table from CSV, Parquet or JSONL (see :func:`validate_table`)."""
+    """Read and validate a tidy predictions table from CSV, Parquet or JSONL (see :func:`validate_table`).
+
+    A table with 0 rows (a header-only CSV, an empty Parquet or JSONL file) is an error that says
+    so: every analysis needs predictions. A JSONL line nested deeper than
+    :data:`tempcore.safejson.MAX_DEPTH` is an error naming the line (checked before Arrow reads
+    the file)."""
     p = Path(path)
     if not p.is_file():
-        raise PredictionsTableError(f"{p}: no such file")
-    return validate_table(_read_raw(p, infer_format(p, format)), str(p))
+        raise PredictionsTableError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
+    table = _read_raw(p, infer_format(p, format))
+    if table.num_rows == 0:
+        raise PredictionsTableError(
+            f"{p}: 0 rows: the predictions table holds no prediction (nothing to analyse)"
+        )
+    return validate_table(table, str(p))
 
 
 # --- from a table back to predictions -----------------------------------------------------

@@ -43,6 +43,12 @@ Semantics (the TempCore paper decodes "uniformly at 10 FPS"; these are the choic
   end well short (more than max(0.5 s, 2 frame intervals)) of the duration the container header
   declares for the stream (MP4 / MOV, Matroska / WebM, AVI; other formats only report errors).
   A file that yields no frame at all raises a named error.
+  ``damage`` (on :class:`VideoInfo`, on a :class:`VideoReader` after a pass, on the
+  :class:`FrameBatch` of :func:`read_frames`) is the one field callers should read: ``None`` for a
+  clean file, else a short reason (truncation and / or undecodable packets), the same text as
+  ``error``. :func:`read_frames` stops decoding 64 source frames after the last requested frame (or
+  at the end of the stream, whichever comes first), so its ``damage`` covers the file up to there;
+  :func:`probe` decodes the whole file and is the complete check.
 
 Memory is bounded: frames are yielded in :class:`FrameBatch` es of at most ``batch_size`` frames;
 one undecided decoded frame (plus FFmpeg's own thread buffers) is held between batches.
@@ -149,6 +155,8 @@ class FrameBatch:
     frames: np.ndarray
     timestamps: np.ndarray
     indices: np.ndarray
+    #: damage the decoder found while producing these frames (None: clean); see the module docstring
+    damage: str | None = None
 
     def __len__(self) -> int:
         return len(self.indices)
@@ -186,6 +194,8 @@ class VideoInfo:
     estimated_timestamps: int = 0
     rotation: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    #: None for a clean file, else a short reason (truncated, packets that failed to decode)
+    damage: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -791,6 +801,8 @@ class VideoReader:
         self.media = _resolve_media(self.path, media)
         self.truncated = False
         self.error: str | None = None
+        #: after a pass: None when the file decoded cleanly, else a short reason (see module docstring)
+        self.damage: str | None = None
         self.frames: int | None = None
         self.duration: float | None = None
         self.decoded_frames: int | None = None
@@ -855,6 +867,7 @@ class VideoReader:
 
     def _record(self, decode: _Pass) -> None:
         self.truncated, self.error = decode.truncated, decode.error
+        self.damage = _damage(decode)
         self.frames, self.duration, self.decoded_frames = decode.emitted, decode.duration(), decode.decoded
 
     def read_all(self) -> FrameBatch:
@@ -865,6 +878,26 @@ class VideoReader:
             np.concatenate([b.timestamps for b in batches]),
             np.concatenate([b.indices for b in batches]),
         )
+
+
+#: after its last requested frame, :func:`read_frames` decodes (without converting) up to this many
+#: more source frames, so that a file cut shortly after that frame is reported as damaged
+_DAMAGE_LOOKAHEAD_FRAMES = 64
+
+
+def _damage(decode: _Pass) -> str | None:
+    """The short damage reason of a finished (or stopped) pass; None when nothing went wrong."""
+    if decode.error:
+        return decode.error
+    src = decode.source
+    problems = []
+    if src.demux_error:
+        problems.append(src.demux_error)
+    if src.decode_errors:
+        problems.append(
+            f"{src.decode_errors} packet(s)/image(s) failed to decode (last: {src.last_decode_error})"
+        )
+    return "; ".join(problems) or None
 
 
 def resolve_video_path(video: str | os.PathLike[str], video_root: str | os.PathLike[str] | None) -> Path:
@@ -936,6 +969,7 @@ def probe(
             estimated_timestamps=source.estimated,
             rotation=90 * turns,
             extra=extra,
+            damage=_damage(decode),
         )
     finally:
         source.close()
@@ -978,13 +1012,18 @@ def read_frames(
         decode = _Pass(source, fps, start, end)
         width, height = size if size is not None else (0, 0)
         passes = iter(decode)
+        stop_after: int | None = None  # source frames decoded when the last wanted frame came
         for position, pts, handle in passes:
+            if stop_after is not None:
+                if decode.decoded - stop_after > _DAMAGE_LOOKAHEAD_FRAMES:
+                    break
+                continue
             if not width:  # the sequence's size is its first frame's, as in VideoReader
                 width, height = source.display_size(handle)
             if position in needed:
                 got[position] = (source.to_rgb(handle, width, height), decode.seconds(pts))
             if position >= last:
-                break
+                stop_after = decode.decoded
         else:
             decode.raise_if_empty()
         close = getattr(passes, "close", None)
@@ -1003,4 +1042,5 @@ def read_frames(
         frames,
         np.array([got[i][1] for i in wanted], dtype=np.float64),
         np.array(wanted, dtype=np.int64),
+        damage=_damage(decode),
     )

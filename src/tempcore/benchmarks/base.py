@@ -7,6 +7,12 @@ multiple-choice / grounding question, e.g. MLVU's open-ended tasks). The engine
 (:func:`run_loader`) owns what is common: duplicate ids, ``skip_invalid``, counting, and the
 content hash of the files read. Nothing is dropped silently: every row ends up in
 ``samples``, ``invalid`` or ``skipped``.
+
+Text that cannot be written as UTF-8 (a lone surrogate such as the JSON escape ``"\udc00"``,
+or a byte that was not UTF-8) makes its row invalid (``bad_text``) wherever it sits in the
+Sample (id, video, question, options, metadata): the store, Parquet and tokenizers would fail
+on it later, far from the file and row that caused it. Ids and reasons in invalid / skipped
+rows are made printable (lone surrogates written as ``\udc00`` escapes).
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from tempcore.benchmarks.errors import AnnotationFileError, BenchmarkOptionError
 from tempcore.benchmarks.readers import FileLog, RawRow, read_rows
 from tempcore.records import Sample
 from tempcore.registry import suggest
+from tempcore.safejson import printable, text_problem
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".gif", ".flv", ".mpg", ".mpeg", ".wmv")
 MEDIA = ("video", "gif", "frames")
@@ -43,11 +50,11 @@ class InvalidRow:
 
     def __str__(self) -> str:
         where = f" [{self.sample_id}]" if self.sample_id else ""
-        return f"{self.file}:{self.row}:{where} {self.reason}"
+        return printable(f"{self.file}:{self.row}:{where} {self.reason}")  # a file name may hold any bytes
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "file": str(self.file),
+            "file": printable(str(self.file)),
             "row": self.row,
             "sample_id": self.sample_id,
             "kind": self.kind,
@@ -66,10 +73,15 @@ class SkippedRow:
 
     def __str__(self) -> str:
         where = f" [{self.sample_id}]" if self.sample_id else ""
-        return f"{self.file}:{self.row}:{where} skipped: {self.reason}"
+        return printable(f"{self.file}:{self.row}:{where} skipped: {self.reason}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": str(self.file), "row": self.row, "sample_id": self.sample_id, "reason": self.reason}
+        return {
+            "file": printable(str(self.file)),
+            "row": self.row,
+            "sample_id": self.sample_id,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -233,6 +245,10 @@ def run_loader(
     first_seen: dict[str, tuple[Path, int]] = {}
     for file, row, outcome in loader.read(path, ctx):
         if isinstance(outcome, Sample):
+            problem = sample_text_problem(outcome)
+            if problem is not None:
+                outcome = RowInvalid("bad_text", problem, outcome.sample_id)
+        if isinstance(outcome, Sample):
             where = first_seen.get(outcome.sample_id)
             if where is None:
                 first_seen[outcome.sample_id] = (file, row)
@@ -244,10 +260,11 @@ def run_loader(
                 f"duplicate id {outcome.sample_id!r} (first at row {first})",
                 outcome.sample_id,
             )
+        sid = None if outcome.sample_id is None else printable(str(outcome.sample_id))
         if isinstance(outcome, RowSkipped):
-            skipped.append(SkippedRow(file, row, outcome.sample_id, outcome.reason))
+            skipped.append(SkippedRow(file, row, sid, printable(outcome.reason)))
             continue
-        bad = InvalidRow(file, row, outcome.sample_id, outcome.reason, outcome.kind)
+        bad = InvalidRow(file, row, sid, printable(outcome.reason), outcome.kind)
         if not skip_invalid:
             raise InvalidRowError(bad)
         invalid.append(bad)
@@ -264,6 +281,15 @@ def run_loader(
         video_root=root,
         provenance=provenance,
     )
+
+
+def sample_text_problem(sample: Sample) -> str | None:
+    """Why a Sample holds text that cannot be written as UTF-8 (a lone surrogate), else None."""
+    for name in ("sample_id", "video", "question", "benchmark"):
+        problem = text_problem(getattr(sample, name), f"the {name.replace('_', ' ')}")
+        if problem is not None:
+            return problem
+    return text_problem(list(sample.options), "the options") or text_problem(sample.metadata, "")
 
 
 def _jsonable(value: Any) -> Any:

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
+from tempcore import safejson
 from tempcore.benchmarks.base import (
     LoadContext,
     Loader,
@@ -77,7 +78,11 @@ def _options_value(value: Any) -> Any:
         if not text:
             return None
         try:
-            parsed = json.loads(text)
+            parsed = safejson.loads(text)
+        except safejson.JSONTooDeepError:
+            raise RowInvalid(
+                "too_deep", f"options: JSON nested deeper than {safejson.MAX_DEPTH} levels"
+            ) from None
         except json.JSONDecodeError:
             raise RowInvalid(
                 "bad_value", "options must be a JSON list (in CSV: one cell holding a JSON list)"

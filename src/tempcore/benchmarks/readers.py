@@ -5,6 +5,14 @@ first CSV record is line 2; a record spanning several lines is numbered by its f
 the list position for JSON lists and Parquet tables. A malformed JSONL line or CSV record
 becomes a :class:`RawRow` whose ``data`` is a :class:`RowInvalid`, so the caller can report
 it and go on; a file that cannot be parsed at all raises :class:`AnnotationFileError`.
+
+Hostile input (see :mod:`tempcore.safejson`): JSONL lines end at ``\n`` only (U+2028 /
+U+2029 / U+0085 inside a string are text); a line that is not UTF-8 is one invalid row naming
+the byte and column; a row nested deeper than :data:`~tempcore.safejson.MAX_DEPTH` levels is
+an invalid row (``too_deep``) and is never handed to the parser. JSON documents and CSV files
+with a non-UTF-8 byte are decoded with ``surrogateescape``, so the bad byte spoils only the row
+that holds it (the loader rejects rows holding a surrogate, see
+:func:`tempcore.benchmarks.base.run_loader`).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tempcore import safejson
 from tempcore.benchmarks.choices import RowInvalid
 from tempcore.benchmarks.errors import AnnotationFileError
 
@@ -62,10 +71,27 @@ class FileLog:
         except UnicodeDecodeError as exc:
             raise AnnotationFileError(path, f"not UTF-8 text (byte {exc.start})") from None
 
+    def read_text_lenient(self, path: Path) -> str:
+        """The file as text; bytes that are not UTF-8 become lone surrogates (``surrogateescape``)
+        so that only the rows holding them are rejected."""
+        data = self.read_bytes(path)
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        return data.decode("utf-8", "surrogateescape")
+
     def read_json(self, path: Path) -> Any:
-        text = self.read_text(path)
+        """A whole JSON document (side files: answers, video maps, task tables); nesting deeper than
+        :data:`~tempcore.safejson.MAX_DEPTH` is a file error."""
+        value = self._parse_json(path, self.read_text_lenient(path))
+        if safejson.value_too_deep(value):
+            raise AnnotationFileError(path, f"JSON nested deeper than {safejson.MAX_DEPTH} levels")
+        return value
+
+    def _parse_json(self, path: Path, text: str) -> Any:
         try:
             return json.loads(text)
+        except RecursionError:
+            raise AnnotationFileError(path, f"JSON nested deeper than {safejson.MAX_DEPTH} levels") from None
         except json.JSONDecodeError as exc:
             raise AnnotationFileError(
                 path, f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
@@ -98,28 +124,74 @@ def read_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
         )
 
 
+def _too_deep() -> RowInvalid:
+    return RowInvalid("too_deep", f"JSON nested deeper than {safejson.MAX_DEPTH} levels")
+
+
 def _json_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
-    data = log.read_json(path)
+    """Items of a JSON list. When the document is too deep for the parser, it is split into its
+    items without parsing them, and each item is parsed (or refused as too deep) on its own."""
+    text = log.read_text_lenient(path)
+    try:
+        data: Any = json.loads(text)
+    except RecursionError:
+        data = None
+        items = safejson.split_array(text)
+        if items is None:
+            raise AnnotationFileError(path, f"JSON nested deeper than {safejson.MAX_DEPTH} levels") from None
+        for i, item_text in enumerate(items, start=1):
+            try:
+                item = safejson.loads(item_text)
+            except safejson.JSONTooDeepError:
+                yield RawRow(path, i, _too_deep())
+                continue
+            except json.JSONDecodeError as exc:
+                raise AnnotationFileError(path, f"malformed JSON in list item {i}: {exc.msg}") from None
+            yield RawRow(path, i, _checked(item))
+        return
+    except json.JSONDecodeError as exc:
+        raise AnnotationFileError(
+            path, f"malformed JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     if not isinstance(data, list):
         raise AnnotationFileError(
             path, f"expected a JSON list of objects, found a JSON {type(data).__name__}"
         )
     for i, item in enumerate(data, start=1):
-        yield RawRow(path, i, item if isinstance(item, dict) else _not_object(item))
+        yield RawRow(path, i, _checked(item))
+
+
+def _checked(item: Any) -> dict[str, Any] | RowInvalid:
+    """A parsed row, or why it is not one (not an object; nested too deep: the list is level 1)."""
+    if not isinstance(item, dict):
+        return _not_object(item)
+    if safejson.value_too_deep(item, safejson.MAX_DEPTH - 1):
+        return _too_deep()
+    return item
 
 
 def _jsonl_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
-    for lineno, line in enumerate(log.read_text(path).splitlines(), start=1):
-        if not line.strip():
+    data = log.read_bytes(path)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    for lineno, raw_line in safejson.split_lines(data):
+        if not raw_line.strip():
             continue
         try:
-            item = json.loads(line)
+            line = safejson.decode_line(raw_line)
+            item = safejson.loads(line)
+        except safejson.JSONTooDeepError:
+            yield RawRow(path, lineno, _too_deep())
+            continue
         except json.JSONDecodeError as exc:
             yield RawRow(
                 path,
                 lineno,
                 RowInvalid("malformed_json", f"malformed JSON line: {exc.msg} (column {exc.colno})"),
             )
+            continue
+        except ValueError as exc:  # not UTF-8
+            yield RawRow(path, lineno, RowInvalid("bad_text", f"line is {exc}"))
             continue
         yield RawRow(path, lineno, item if isinstance(item, dict) else _not_object(item))
 
@@ -129,7 +201,7 @@ def _not_object(item: Any) -> RowInvalid:
 
 
 def _csv_rows(path: Path, log: FileLog, *, delimiter: str) -> Iterator[RawRow]:
-    reader = csv.reader(io.StringIO(log.read_text(path), newline=""), delimiter=delimiter)
+    reader = csv.reader(io.StringIO(log.read_text_lenient(path), newline=""), delimiter=delimiter)
     try:
         header = next(reader)
     except StopIteration:

@@ -65,16 +65,28 @@ Choices this module makes (the protocol leaves them open):
   rendered by the caller, is where a model is told about time.
 * **Secrets.** The API key is read from the environment variable ``api_key_env`` at every
   ``answer`` call, sent only as an ``Authorization: Bearer`` header, never stored on the object,
-  and removed from every error message this module produces (a server may echo it). It never
-  appears in logs, ``repr``, :meth:`~OpenAIChatModel.describe` or the run store. ``base_url``
-  credentials (``user:password@``) are masked in ``describe``/``repr``. Do not put secrets in
-  ``extra_body``: it is part of the manifest.
+  and removed from every error message and log line this module produces (a server may echo
+  it) by :func:`tempcore.redaction.redact_text`, together with the URL's password, its Basic
+  credential (``base64(user:password)``) and secret query values, in plain, percent-encoded and
+  base64 form. It never appears in logs, ``repr``, :meth:`~OpenAIChatModel.describe` or the run
+  store. ``base_url`` credentials and secret query values are masked in ``describe``/``repr``.
+  Do not put secrets in ``extra_body``: it is part of the manifest.
+* **User info in base_url** (``https://user:pass@host/v1``) is never left in the request URL
+  (httpx would turn it into a Basic ``Authorization`` header that replaces the Bearer one).
+  With an API key, the key is sent (``Bearer``) and the user info is not sent at all (a warning
+  says so once); without an API key (``api_key_env`` unset or empty), the user info is sent as
+  ``Authorization: Basic`` (for a proxy that asks for it).
+* **Request URL**: ``{base_url path}/chat/completions`` with ``base_url``'s query string kept
+  after the path (``https://h/v1?api-key=K`` posts to ``https://h/v1/chat/completions?api-key=K``,
+  as Azure-style APIs expect); a fragment is dropped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
+import dataclasses
 import email.utils
 import json
 import logging
@@ -83,10 +95,10 @@ import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from tempcore._version import __version__
 from tempcore.models._images import to_data_url
@@ -102,6 +114,7 @@ from tempcore.models.base import (
     check_method,
 )
 from tempcore.records import LETTERS
+from tempcore.redaction import RedactingFilter, redact_text, redact_url, url_secrets
 
 if TYPE_CHECKING:
     import httpx
@@ -219,16 +232,30 @@ def option_logprobs_from_top(
 
 
 def mask_url(url: str) -> str:
-    """``url`` with any ``user:password@`` credentials replaced by ``***@``."""
-    parts = urlsplit(url)
-    if "@" not in parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit((parts.scheme, "***@" + host, parts.path, parts.query, parts.fragment))
+    """``url`` with any ``user:password@`` credentials and secret query values replaced by ``***``
+    (:func:`tempcore.redaction.redact_url`)."""
+    return redact_url(url, placeholder="***")
 
 
-def _redact(text: str, secret: str | None) -> str:
-    return text.replace(secret, "***") if secret else text
+def request_url(base_url: str) -> tuple[str, tuple[str, str] | None]:
+    """``(POST URL, (user, password) or None)`` for ``base_url``: user info removed from the URL,
+    ``/chat/completions`` appended to the path, the query string kept after it, fragment dropped."""
+    parts = urlsplit(base_url)
+    userinfo = None
+    netloc = parts.netloc
+    if "@" in netloc:
+        info, netloc = netloc.rsplit("@", 1)
+        user, _, password = info.partition(":")
+        userinfo = (unquote(user), unquote(password))
+    path = parts.path.rstrip("/") + "/chat/completions"
+    return urlunsplit((parts.scheme, netloc, path, parts.query, "")), userinfo
+
+
+# This module's log lines and httpx's (``HTTP Request: POST <url>`` at INFO, the URL with its query
+# string) pass through the redaction rules; the known secrets are already removed at the source.
+for _name in (__name__, "httpx"):
+    if not any(isinstance(f, RedactingFilter) for f in logging.getLogger(_name).filters):
+        logging.getLogger(_name).addFilter(RedactingFilter())
 
 
 class _BadCompletion(Exception):
@@ -239,11 +266,14 @@ class _BadCompletion(Exception):
         self.retryable = retryable
 
 
-def parse_completion(payload: bytes, n_options: int) -> tuple[str, tuple[float, ...] | None, bool]:
-    """``(text, option_logprobs, had_logprobs)`` from a chat-completion body; raises ``_BadCompletion``."""
+def parse_completion(
+    payload: bytes, n_options: int, clean: Callable[[str], str] = lambda text: text
+) -> tuple[str, tuple[float, ...] | None, bool]:
+    """``(text, option_logprobs, had_logprobs)`` from a chat-completion body; raises ``_BadCompletion``
+    (whose message quotes the body through ``clean``, redaction, before cutting it)."""
     try:
         data = json.loads(payload)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise _BadCompletion(
             f"response body is not valid JSON ({len(payload)} bytes)", retryable=True
         ) from exc
@@ -252,7 +282,7 @@ def parse_completion(payload: bytes, n_options: int) -> tuple[str, tuple[float, 
         message = choice["message"]
     except (KeyError, IndexError, TypeError) as exc:
         raise _BadCompletion(
-            f"response is not a chat completion (no choices[0].message): {str(data)[:_ERROR_BODY_CHARS]}",
+            f"response is not a chat completion (no choices[0].message): {clean(str(data))[:_ERROR_BODY_CHARS]}",
             retryable=False,
         ) from exc
     content = message.get("content") if isinstance(message, dict) else None
@@ -400,7 +430,11 @@ class OpenAIChatModel:
         self.model = model
         self.name = label
         self.revision = revision
-        self.base_url = base_url.rstrip("/")
+        parts = urlsplit(base_url)
+        self.base_url = urlunsplit(parts._replace(path=parts.path.rstrip("/")))
+        self._url, self._userinfo = request_url(base_url)
+        #: what error messages and logs must never show (the API key is added per call)
+        self._url_secrets = tuple(url_secrets(base_url))
         self.api_key_env = api_key_env
         self.concurrency = int(concurrency)
         self.timeout_s = float(timeout_s)
@@ -418,7 +452,6 @@ class OpenAIChatModel:
         self.max_image_side = max_image_side
         self.max_frames = max_frames
         self.supports_option_scores = self.request_logprobs
-        self._url = f"{self.base_url}/chat/completions"
         self._rng = random.Random()
         self._lock = threading.Lock()
         self._loop: _LoopThread | None = None
@@ -426,6 +459,7 @@ class OpenAIChatModel:
         self._slots: asyncio.Queue[int] | None = None
         self._encoder: concurrent.futures.ThreadPoolExecutor | None = None
         self._warned_missing_key = False
+        self._warned_userinfo = False
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> OpenAIChatModel:
@@ -509,6 +543,15 @@ class OpenAIChatModel:
         headers = {"Content-Type": "application/json", "User-Agent": f"tempcore/{__version__}"}
         if key:
             headers["Authorization"] = f"Bearer {key}"
+            if self._userinfo is not None and not self._warned_userinfo:
+                self._warned_userinfo = True
+                log.warning(
+                    "model %s: base_url holds user info; it is not sent (the API key is sent as Bearer)",
+                    self.name,
+                )
+        elif self._userinfo is not None:
+            basic = base64.b64encode(":".join(self._userinfo).encode("utf-8")).decode("ascii")
+            headers["Authorization"] = f"Basic {basic}"
         runner = self._ensure_loop()
         if threading.current_thread() is runner.thread:
             raise ModelError(f"model {self.name}: answer() cannot be called from its own event loop thread")
@@ -533,6 +576,10 @@ class OpenAIChatModel:
         self.close()
 
     # -- internals --
+
+    def _redact(self, text: str, key: str | None) -> str:
+        """``text`` without the API key, the URL's credentials or secret query values (any encoding)."""
+        return redact_text(text, (*self._url_secrets, key))
 
     def _read_key(self) -> str | None:
         if self.api_key_env is None:
@@ -593,7 +640,7 @@ class OpenAIChatModel:
                     client = clients[slot // POOL_SHARD]
                     results[i] = await self._answer_one(client, requests[i], method, headers, key)
                 except Exception as exc:  # a bug must not cost the other items their answers
-                    error = _redact(f"unexpected {type(exc).__name__}: {exc}", key)
+                    error = self._redact(f"unexpected {type(exc).__name__}: {exc}", key)
                     log.error("model %s, request %r: %s", self.name, requests[i].key, error)
                     results[i] = ModelResponse.failure(error, attempts=0)
                 finally:
@@ -655,18 +702,22 @@ class OpenAIChatModel:
             body = await loop.run_in_executor(self._encoder, self._build_body, request, method)
         except Exception as exc:  # a frame PIL cannot encode: this item fails, the batch goes on
             return ModelResponse.failure(
-                _redact(f"could not encode the request: {type(exc).__name__}: {exc}", key), attempts=0
+                self._redact(f"could not encode the request: {type(exc).__name__}: {exc}", key), attempts=0
             )
         first_start = time.perf_counter()
         attempts = 0
         while True:
             attempts += 1
             start = time.perf_counter()
-            outcome = await self._attempt(client, body, headers, len(request.options))
+            outcome = await self._attempt(client, body, headers, len(request.options), key)
             latency = time.perf_counter() - start
             if outcome.error is None and outcome.text is not None:
+                if outcome.text is not None:  # a server may echo the request (and its credentials)
+                    redacted = self._redact(outcome.text, key)
+                    if redacted != outcome.text:
+                        outcome = dataclasses.replace(outcome, text=redacted)
                 return self._finish(outcome, method, latency, attempts)
-            error = _redact(outcome.error or "unknown error", key)
+            error = self._redact(outcome.error or "unknown error", key)
             if not outcome.retryable or attempts > self.max_retries:
                 if outcome.retryable:
                     error = f"{error} (gave up after {attempts} attempts)"
@@ -705,7 +756,12 @@ class OpenAIChatModel:
         return ModelResponse(text=LETTERS[best], option_logprobs=scores, latency_s=latency, attempts=attempts)
 
     async def _attempt(
-        self, client: httpx.AsyncClient, body: bytes, headers: dict[str, str], n_options: int
+        self,
+        client: httpx.AsyncClient,
+        body: bytes,
+        headers: dict[str, str],
+        n_options: int,
+        key: str | None = None,
     ) -> _Attempt:
         httpx = self._httpx
         try:
@@ -723,33 +779,38 @@ class OpenAIChatModel:
         status = response.status_code
         if 200 <= status < 300:
             try:
-                text, option_lp, had_lp = parse_completion(response.content, n_options)
+                text, option_lp, had_lp = parse_completion(
+                    response.content, n_options, lambda body: self._redact(body, key)
+                )
             except _BadCompletion as exc:
                 return _Attempt(error=f"HTTP {status}: {exc}", retryable=exc.retryable)
             return _Attempt(text=text, option_logprobs=option_lp, had_logprobs=had_lp)
         retryable = status >= 500 or status in RETRYABLE_4XX
         return _Attempt(
-            error=f"HTTP {status} {response.reason_phrase}: {_error_message(response.content)}".rstrip(": "),
+            error=f"HTTP {status} {response.reason_phrase}: "
+            f"{_error_message(response.content, lambda text: self._redact(text, key))}".rstrip(": "),
             retryable=retryable,
             retry_after=parse_retry_after(response.headers) if retryable else None,
         )
 
 
-def _error_message(content: bytes) -> str:
-    """The server's error message (OpenAI ``{"error": {"message": ...}}`` or the body's start)."""
+def _error_message(content: bytes, clean: Callable[[str], str] = lambda text: text) -> str:
+    """The server's error message (OpenAI ``{"error": {"message": ...}}`` or the body's start),
+    passed through ``clean`` (redaction) *before* it is cut to ``_ERROR_BODY_CHARS``, so a secret
+    cut in half cannot slip past the redaction."""
     try:
         data = json.loads(content)
-    except (ValueError, UnicodeDecodeError):
-        return content[:_ERROR_BODY_CHARS].decode("utf-8", "replace").strip()
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return clean(content.decode("utf-8", "replace")).strip()[:_ERROR_BODY_CHARS]
     if isinstance(data, dict):
         error = data.get("error", data)
         if isinstance(error, dict) and isinstance(error.get("message"), str):
-            return error["message"][:_ERROR_BODY_CHARS]
+            return clean(error["message"])[:_ERROR_BODY_CHARS]
         if isinstance(error, str):
-            return error[:_ERROR_BODY_CHARS]
+            return clean(error)[:_ERROR_BODY_CHARS]
         if isinstance(data.get("detail"), str):
-            return data["detail"][:_ERROR_BODY_CHARS]
-    return json.dumps(data)[:_ERROR_BODY_CHARS]
+            return clean(data["detail"])[:_ERROR_BODY_CHARS]
+    return clean(json.dumps(data))[:_ERROR_BODY_CHARS]
 
 
 def build_chat_body(

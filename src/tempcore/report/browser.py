@@ -18,13 +18,18 @@ Choices:
   frames are decoded with :func:`tempcore.video.read_frames` at the prediction's ``fps`` (and the
   sample's segment and media), scaled to ``thumb_width`` pixels wide and stored as small JPEG
   ``data:`` URIs. A missing or undecodable video leaves a note, never a failure.
+* **Opening videos.** Only a regular file (or, for ``media="frames"``, a folder) is opened: a
+  named pipe, a device or a socket is refused with a note before anything reads it (opening a
+  FIFO blocks until a writer comes). Decoding one sample's thumbnails runs in a daemon thread
+  bounded by ``thumb_timeout_s`` (default 60 s); past it the sample gets a note and the report
+  goes on. Damage the decoder finds (a truncated file, undecodable data) is noted on the sample
+  (``video_note``), while the frames that decoded are still shown.
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import json
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -147,9 +152,11 @@ def answer_cells(rows: Sequence[Mapping[str, Any]], max_response_chars: int = 30
 def _json_list(value: Any) -> list[Any] | None:
     if value is None or value == "":
         return None
-    try:
-        parsed = json.loads(value) if isinstance(value, str) else list(value)
-    except (json.JSONDecodeError, TypeError):
+    from tempcore import safejson
+
+    try:  # the table is untrusted: a frame list nested 20k levels deep must not crash the report
+        parsed = safejson.loads(value) if isinstance(value, str) else list(value)
+    except (ValueError, TypeError):
         return None
     return parsed if isinstance(parsed, list) else None
 
@@ -214,6 +221,48 @@ def _frame_near(path: Path, t: float, size: tuple[int, int] | None, media: str) 
     return best
 
 
+THUMB_TIMEOUT_S = 60.0
+
+
+def openable_video(path: Path, media: str) -> str | None:
+    """Why ``path`` must not be opened for decoding (not a regular file / folder), else None.
+    Never opens the path: a FIFO would block the caller."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"video not found: {path}" if not path.exists() else f"cannot read video {path}: {exc.strerror}"
+    if stat.S_ISDIR(mode):
+        return None if media == "frames" else f"video is a folder, not a file: {path}"
+    if not stat.S_ISREG(mode):
+        kind = "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "a device"
+        return f"video is {kind}, not a regular file (not opened): {path}"
+    return None
+
+
+def _run_bounded(fn: Any, timeout_s: float) -> Any:
+    """``fn()`` in a daemon thread; TimeoutError when it takes longer than ``timeout_s``."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    worker = threading.Thread(target=target, name="tempcore-thumbnails", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if worker.is_alive():
+        raise TimeoutError(f"decoding took longer than {timeout_s:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
 def thumbnails(
     path: Path,
     indices: Sequence[int],
@@ -226,8 +275,13 @@ def thumbnails(
     width: int = 96,
     quality: int = 70,
     seek_after_s: float = SEEK_AFTER_S,
+    damage: list[str] | None = None,
 ) -> list[str]:
     """JPEG ``data:`` URIs of the decoded frames at ``indices`` (order kept), ``width`` pixels wide.
+
+    ``path`` must be a regular file (a folder for ``media="frames"``): anything else raises
+    ``ValueError`` without being opened. When ``damage`` is a list, the decoder's damage reason
+    (see :mod:`tempcore.video`) is appended to it.
 
     Frames are decoded with :func:`tempcore.video.read_frames` at ``fps`` in one streaming pass,
     which reads the video up to the last index. When the frames lie more than ``seek_after_s``
@@ -239,6 +293,9 @@ def thumbnails(
 
     from tempcore.video import read_frames
 
+    refused = openable_video(path, media)
+    if refused is not None:
+        raise ValueError(refused)
     size = None
     native = _native_size(path, media)
     if native and native[0] > 0:
@@ -248,7 +305,10 @@ def thumbnails(
     if known and media != "frames" and max(timestamps) - (start or 0.0) > seek_after_s:  # type: ignore[arg-type]
         frames = [_frame_near(path, float(t), size, media) for t in timestamps]  # type: ignore[arg-type, union-attr]
     else:
-        frames = list(read_frames(path, list(indices), fps=fps, start=start, end=end, size=size, media=media).frames)
+        batch = read_frames(path, list(indices), fps=fps, start=start, end=end, size=size, media=media)
+        frames = list(batch.frames)
+        if damage is not None and batch.damage:
+            damage.append(batch.damage)
     out = []
     for frame in frames:
         image = Image.fromarray(frame)
@@ -261,31 +321,48 @@ def thumbnails(
 
 
 def _attach_thumbnails(
-    entry: dict[str, dict[str, Any]], sample: Sample, root: Any, width: int, quality: int = 70
+    entry: dict[str, dict[str, Any]],
+    sample: Sample,
+    root: Any,
+    width: int,
+    quality: int = 70,
+    timeout_s: float = THUMB_TIMEOUT_S,
 ) -> str | None:
-    """Decode both frame sets of one sample in one pass; returns a note when the video is unusable."""
+    """Decode both frame sets of one sample in one pass; returns a note when the video is unusable
+    or damaged (see "Opening videos" in the module docstring)."""
     from tempcore.benchmarks import resolve_video
 
-    wanted = sorted({i for s in entry.values() for i in s.get("indices", [])})
+    given = [i for s in entry.values() for i in s.get("indices", [])]
+    if any(isinstance(i, bool) or not isinstance(i, int) or i < 0 for i in given):
+        return "frame indices in the predictions are not non-negative integers; no thumbnails"
+    wanted = sorted(set(given))
     if not wanted:
         return None
     path = resolve_video(sample, root)
-    if not path.exists():
-        return f"video not found: {path}"
+    refused = openable_video(path, sample.media)
+    if refused is not None:
+        return refused
     fps = next((s.get("fps") for s in entry.values() if s.get("fps")), None)
     stamps: dict[int, float | None] = {}
     for s in entry.values():
         for i, t in zip(s.get("indices", []), s.get("timestamps", [])):
             stamps.setdefault(i, t)
+    damage: list[str] = []
     try:
-        thumbs = thumbnails(path, wanted, fps=fps, timestamps=[stamps.get(i) for i in wanted], start=sample.start,
-                            end=sample.end, media=sample.media, width=width, quality=quality)
+        thumbs = _run_bounded(
+            lambda: thumbnails(path, wanted, fps=fps, timestamps=[stamps.get(i) for i in wanted],
+                               start=sample.start, end=sample.end, media=sample.media, width=width,
+                               quality=quality, damage=damage),
+            timeout_s,
+        )
+    except TimeoutError as exc:
+        return f"video not decoded: {exc} ({path})"
     except Exception as exc:  # noqa: BLE001 - a bad video must not stop the report
         return f"video not decodable: {type(exc).__name__}: {exc}"
     by_index = dict(zip(wanted, thumbs))
     for s in entry.values():
         s["thumbs"] = [by_index[i] for i in s.get("indices", [])]
-    return None
+    return f"video damaged: {damage[0]}; the frames that decoded are shown" if damage else None
 
 
 def build_browser(

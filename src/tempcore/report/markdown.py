@@ -1,7 +1,11 @@
-"""The Markdown report: every table, links to the figures (``plots/*.svg``), what is not available.
+r"""The Markdown report: every table, links to the figures (``plots/*.svg``), what is not available.
 
 Benchmark and model text is HTML-escaped (``<`` ``>`` ``&``) and table pipes are escaped, so a
 name like ``<script>`` or ``a|b`` renders as text in any Markdown viewer and never breaks a table.
+Link and image syntax is escaped too: backslashes, ``[`` and ``]`` get a backslash (so
+``[x](javascript:...)`` and ``![](http://...)`` stay text), and ``://`` / ``www.`` are broken
+(``:\/\/``, ``www\.``) so that viewers with bare-URL autolinks (GitHub) link nothing either.
+Emphasis characters (``*`` ``_``) are left alone: they cannot run code or load anything.
 The sample browser lives in ``report.html`` only; the Markdown says how many samples it holds.
 """
 
@@ -9,16 +13,21 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from tempcore.report.build import FigureItem, Report, TableItem
 from tempcore.report.format import cell, header, is_numeric
 
+_LINK_SYNTAX = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "|": "\\|", "\n": " ", "\r": " "})
+_AUTOLINK = re.compile(r"://|(?i:\bwww)\.")
+
 
 def md_text(value: Any) -> str:
-    """Text safe inside a Markdown table cell or paragraph."""
-    return html.escape(str(value), quote=False).replace("|", "\\|").replace("\n", " ").replace("\r", " ")
+    """Text safe inside a Markdown table cell or paragraph (see the module docstring)."""
+    text = html.escape(str(value), quote=False).translate(_LINK_SYNTAX)
+    return _AUTOLINK.sub(lambda m: ":\\/\\/" if m.group() == "://" else m.group()[:-1] + "\\.", text)
 
 
 def md_table(table: Any) -> str:
