@@ -443,9 +443,10 @@ def build_report(
     Samples): the browser shows their questions and options, and their videos (resolved against
     ``video_roots[name]``, else the LoadResult's root) give the frame thumbnails.
     """
-    from tempcore.diagnostics import EncodedPredictions, diagnose
+    from tempcore.diagnostics import EncodedPredictions, diagnose, prepare_table
     from tempcore.report.browser import build_browser
 
+    table = prepare_table(table)
     enc = EncodedPredictions.from_table(table)
     filters = {"k": k, "encoder": encoder}
     diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
