@@ -25,6 +25,8 @@ as each sample is done:
     cos             [float] L cosine similarities of frame and text embeddings (float32 values)
     s               [float] L Eq. 1 scores sigmoid(cos) (plain sigmoid; no learned scale / bias)
 
+``tempcore select --scores FILE --sample-id ID --mode qa`` selects frames from one of these lines.
+
 Progress and the final summary (samples scored, cache hits / misses, truncated texts, failed videos
 with their errors, invalid annotation rows skipped) go to standard error. Exit status: 0 when every
 sample was scored, 1 when any could not be (the others are still written) or on a usage error.
