@@ -132,14 +132,17 @@ def score_command(args: argparse.Namespace) -> int:
     samples = result.samples if args.limit is None else result.samples[: args.limit]
     video_root = result.video_root if result.video_root is not None else args.video_root
     cache = None if args.no_cache else EmbeddingCache(args.cache)
-    encoder = load_encoder(
-        args.encoder,
-        device=args.device,
-        dtype=args.dtype,
-        revision=args.revision,
-        trust_remote_code=args.trust_remote_code,
-        batch_size=args.batch_size,
-    )
+    from tempcore.encoders.hf import progress_bars
+
+    with progress_bars(not args.no_progress):
+        encoder = load_encoder(
+            args.encoder,
+            device=args.device,
+            dtype=args.dtype,
+            revision=args.revision,
+            trust_remote_code=args.trust_remote_code,
+            batch_size=args.batch_size,
+        )
 
     failures: list[ScoreFailure] = []
     scored: set[str] = set()
