@@ -214,3 +214,92 @@ def test_fingerprints_of_rows_a_diagnosis_does_not_use_do_not_matter() -> None:
     # accuracy reports every row, the K=4 one too, so it refuses
     with pytest.raises(TableError, match="model 'm1' has 2 model_fingerprint values"):
         accuracy_table(table(rs))
+
+
+# --- one --annotations convention; run folders as --predictions ------------------------------------
+
+
+@pytest.fixture
+def world(tmp_path: Path, capsys) -> Path:
+    out = tmp_path / "world"
+    assert main(["world", "generate", "--out", str(out), "--n", "12", "--seed", "0", "--min-duration", "9",
+                 "--max-duration", "10", "--size", "16", "--k-max", "2"]) == 0
+    capsys.readouterr()
+    return out
+
+
+def _world_predictions(world: Path, tmp_path: Path) -> tuple[Path, dict[str, int], dict[str, int]]:
+    """Uniform predictions of one model over a world: right on the even-numbered questions."""
+    anns = [json.loads(line) for line in (world / "annotations.jsonl").read_text().splitlines()]
+    rs, n, right = [], {}, {}
+    for i, a in enumerate(anns):
+        ok = int(i % 2 == 0)
+        rs.append({"benchmark": "tempcore-world", "sample_id": a["id"], "model": "m", "strategy": "uniform",
+                   "mode": "none", "k": 4, "window": None, "correct": ok, "answer": a["answer"] if ok else
+                   (a["answer"] + 1) % len(a["options"])})
+        n[a["planted"]] = n.get(a["planted"], 0) + 1
+        right[a["planted"]] = right.get(a["planted"], 0) + ok
+    return write(tmp_path, rs, "world_pred.csv"), n, right
+
+
+def test_accuracy_by_a_field_of_the_world_annotations(world: Path, tmp_path: Path, capsys) -> None:
+    pred, n, right = _world_predictions(world, tmp_path)
+    ann = world / "annotations.jsonl"
+    for form in (["--benchmark", "tempcore-world", "--annotations", str(ann)],
+                 ["--annotations", f"tempcore-world={ann}"]):
+        code, out, err = run_cli(["accuracy", "--predictions", str(pred), "--by", "planted", "--json", *form], capsys)
+        assert code == 0, err
+        groups = json.loads(out)["groups"]
+        assert {g["planted"]: (g["n"], g["correct"]) for g in groups} == {p: (n[p], right[p]) for p in n}
+
+
+def test_a_misspelt_benchmark_name_says_it_was_read_as_generic(world: Path, tmp_path: Path, capsys) -> None:
+    pred, _, _ = _world_predictions(world, tmp_path)
+    bad = tmp_path / "videomme.json"
+    bad.write_text(json.dumps([{"videoID": "x", "question": "q?", "options": ["A. a"], "answer": "A"}]))
+    code, _, err = run_cli(["accuracy", "--predictions", str(pred), "--by", "planted",
+                            "--annotations", f"videome={bad}"], capsys)
+    assert code == 1 and "'videome' is not a registered benchmark format" in err and "did you mean 'videomme'?" in err
+
+
+def test_score_and_world_validate_take_the_same_annotations_forms(world: Path, tmp_path: Path, capsys) -> None:
+    from tempcore.cli._common import BenchmarkArgumentError, parse_annotations, parse_one_annotations
+
+    ann = world / "annotations.jsonl"
+    assert parse_annotations([str(ann)], "tempcore-world") == {"tempcore-world": ann}
+    assert parse_annotations([f"tempcore-world={ann}"], None) == {"tempcore-world": ann}
+    assert parse_one_annotations(str(ann), None) == (None, ann)
+    assert parse_one_annotations(f"tempcore-world={ann}", None) == ("tempcore-world", ann)
+    with pytest.raises(BenchmarkArgumentError, match="expected NAME=PATH"):
+        parse_annotations([str(ann)], None)
+    with pytest.raises(BenchmarkArgumentError, match="names benchmark 'a', --benchmark 'b'"):
+        parse_one_annotations(f"a={ann}", "b")
+    # score: NAME=PATH naming another benchmark than --benchmark is refused before any encoder loads
+    code, _, err = run_cli(["score", "--benchmark", "tempcore-world", "--annotations", f"other={ann}",
+                            "--encoder", "tempcore-world"], capsys)
+    assert code == 1 and "--benchmark 'tempcore-world' has no --annotations PATH (given: other)" in err
+
+
+def test_diagnose_reads_a_run_folder(tmp_path: Path, capsys) -> None:
+    rs = [dict(r, answer=0 if r["correct"] else 1) for r in rows()]
+    pred = write(tmp_path, rs)
+    expected = diagnose(table(rs)).to_json()["benchmarks"]
+    assert main(["import", "table", str(pred), "--store", str(tmp_path / "run")]) == 0
+    capsys.readouterr()
+    for path in (tmp_path / "run", tmp_path / "run" / "store.sqlite"):
+        code, out, err = run_cli(["diagnose", "--predictions", str(path), "--json"], capsys)
+        assert code == 0, err
+        assert json.loads(out)["benchmarks"] == expected
+    code, out, _ = run_cli(["accuracy", "--predictions", str(tmp_path / "run"), "--json"], capsys)
+    assert code == 0 and len(json.loads(out)["groups"]) == 6
+    # a folder with only an exported table is read through it; an unrelated folder says what it looked for
+    only = tmp_path / "exported"
+    only.mkdir()
+    pacsv.write_csv(table(rs), only / "predictions.csv")
+    code, out, _ = run_cli(["diagnose", "--predictions", str(only), "--json"], capsys)
+    assert code == 0 and json.loads(out)["benchmarks"] == expected
+    code, _, err = run_cli(["diagnose", "--predictions", str(tmp_path / "world_none")], capsys)
+    assert code == 1
+    (tmp_path / "empty").mkdir()
+    code, _, err = run_cli(["diagnose", "--predictions", str(tmp_path / "empty")], capsys)
+    assert code == 1 and "looked for store.sqlite, predictions.parquet" in err

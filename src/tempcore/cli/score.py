@@ -57,7 +57,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--benchmark", required=True, metavar="NAME", help="benchmark name (tempcore benchmarks list)"
     )
-    p.add_argument("--annotations", required=True, metavar="PATH", help="annotation file or folder")
+    p.add_argument("--annotations", required=True, metavar="[NAME=]PATH",
+                   help="annotation file or folder (a bare PATH is --benchmark's; NAME=PATH must name it)")
     p.add_argument("--video-root", metavar="DIR", help="folder the videos are relative to")
     p.add_argument(
         "--encoder",
@@ -110,7 +111,7 @@ def _output(path: str) -> Iterator[IO[str]]:
 def score_command(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from tempcore.benchmarks import load_benchmark
+    from tempcore.cli._common import load_annotations, parse_annotations
     from tempcore.encoders import load_encoder
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.scoring import FrameScores, ScoreFailure, parse_modes, score_samples
@@ -122,12 +123,14 @@ def score_command(args: argparse.Namespace) -> int:
         print("tempcore score: error: --batch-size must be >= 1 and --limit >= 0", file=sys.stderr)
         return 2
     modes = parse_modes(args.mode)
-    result = load_benchmark(
+    # one value: a bare PATH, or NAME=PATH naming --benchmark (anything else is an error)
+    path = parse_annotations([args.annotations], args.benchmark)[args.benchmark]
+    result = load_annotations(
         args.benchmark,
-        args.annotations,
+        path,
         video_root=args.video_root,
         skip_invalid=args.skip_invalid,
-        **parse_key_values(args.option),
+        options=parse_key_values(args.option),
     )
     samples = result.samples if args.limit is None else result.samples[: args.limit]
     video_root = result.video_root if result.video_root is not None else args.video_root

@@ -29,6 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._common import add_predictions_argument
 from tempcore.errors import TempcoreError
 
 #: where ``tempcore world train`` writes when no ``--out`` is given (relative to the working folder)
@@ -77,8 +78,9 @@ def register(subparsers: Any) -> None:
     v = sub.add_parser("validate", help="recovery of the planted categories by a run's predictions",
                        description="Diagnose a predictions table and compare each sample's category "
                        "with the category the world planted.")
-    v.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet, JSONL)")
-    v.add_argument("--annotations", required=True, type=Path, help="the world's annotations.jsonl (or its folder)")
+    add_predictions_argument(v)
+    v.add_argument("--annotations", required=True, metavar="[NAME=]PATH",
+                   help="the world's annotations.jsonl (or its folder); NAME=PATH also picks the benchmark")
     v.add_argument("--scoring", nargs="+", choices=("hard", "soft", "circular"), default=["hard"],
                    help="scoring method(s) (default hard)")
     v.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
@@ -182,13 +184,15 @@ def run_train(args: argparse.Namespace) -> int:
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from tempcore.cli._common import parse_one_annotations, read_predictions_arg
     from tempcore.world.recovery import format_recovery
     from tempcore.world.validate import validate_predictions
 
+    benchmark, annotations = parse_one_annotations(args.annotations, args.benchmark)
     result = validate_predictions(
-        args.predictions, args.annotations, scorings=args.scoring, tau=args.tau, lam=args.lam,
+        read_predictions_arg(args.predictions), annotations, scorings=args.scoring, tau=args.tau, lam=args.lam,
         fss_mode=args.fss_mode, models=args.models, filters={"k": args.k, "encoder": args.encoder},
-        benchmark=args.benchmark,
+        benchmark=benchmark,
     )
     if args.json:
         json.dump(result, sys.stdout)

@@ -129,6 +129,8 @@ def explain_empty(
 
     flags = {**FLAGS, **(flags or {})}
     what = strategy + (f" ({mode}-mode)" if mode else "")
+    if table.num_rows == 0:
+        return f"{what}: the predictions table has no rows at all"
     strategies = _distinct(table.column("strategy"))
     sub = table.filter(pc.fill_null(pc.equal(table.column("strategy"), strategy), False))
     if sub.num_rows == 0:
