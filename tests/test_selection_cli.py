@@ -148,3 +148,9 @@ def test_select_on_several_records_asks_for_a_choice(tmp_path, capsys):
     assert "2 match" in capsys.readouterr().err
     assert main(["select", "--scores", str(path), "--k", "4", "--sample-id", "v9", "--mode", "q"]) == 1
     assert "none matches --sample-id v9, --mode q" in capsys.readouterr().err
+
+
+def test_strategy_names_ignore_case(scores_file, capsys):
+    assert run_json(capsys, "--scores", str(scores_file), "--k", "4", "--strategy", "MaxProb")["indices"] == [0, 4, 7, 8]
+    assert main(["select", "--scores", str(scores_file), "--k", "4", "--strategy", "maxprb"]) == 1
+    assert "did you mean 'maxprob'" in capsys.readouterr().err

@@ -165,7 +165,11 @@ def _listing(fs: Any, scores: Any, header: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from tempcore.selection import SelectionError, call_strategy, oracle_window
+    from tempcore.selection.registry import STRATEGIES
 
+    # strategy names match ignoring case (MaxProb is maxprob); an unknown one is refused with suggestions
+    canonical = {name.lower(): name for name in STRATEGIES}
+    args.strategy = canonical.get(str(args.strategy).lower(), args.strategy)
     timestamps, scores, record_id = _load(args.scores, args)
     params = _params(args)
     common = dict(sample_id=args.sample_id if args.sample_id is not None else (record_id or ""))
