@@ -15,6 +15,7 @@ import pytest
 from tempcore.benchmarks import load_benchmark
 from tempcore.cli import main
 from tempcore.diagnostics.accuracy import AccuracyError, accuracy_table, nextqa_official
+from tempcore.diagnostics.table import TableError
 from tempcore.records import Sample
 
 COLS = ["benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct"]
@@ -126,12 +127,13 @@ def test_duplicates_empty_and_one_model():
     with pytest.raises(AccuracyError, match="duplicate predictions"):
         accuracy_table(tbl(dup))
     empty = tbl([row("s1", "m", "uniform", 1)]).slice(0, 0)
-    assert accuracy_table(empty).rows == []
+    with pytest.raises(TableError, match="no accuracy to report"):  # never an empty result
+        accuracy_table(empty)
     one = accuracy_table(tbl([row("s1", "solo", "uniform", 1)]))
     assert [(r["model"], r["n"], r["accuracy"]) for r in one.rows] == [("solo", 1, 1.0)]
     with pytest.raises(AccuracyError, match="no rows for benchmark 'zz'"):
         accuracy_table(tbl(dup[:1]), benchmark="zz")
-    with pytest.raises(AccuracyError, match="unknown model"):
+    with pytest.raises(TableError, match=r"unknown model\(s\) \['other'\]; the predictions have \['m'\]"):
         accuracy_table(tbl(dup[:1]), models=["other"])
 
 

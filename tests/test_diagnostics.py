@@ -131,9 +131,12 @@ def test_soft_and_circular_scoring():
     assert soft["fss"] == pytest.approx(0.8 - 0.3) and soft["lis"] == pytest.approx(0.75)
     with pytest.raises(DiagnosticsError, match="p_correct"):
         diagnose(make_table(rows_for("b", "s", "m", 1, 0, 0)), scoring="soft")
-    # A missing rotation makes the circular cell incomplete.
+    # A missing rotation makes the circular cell incomplete (a second, complete sample keeps the
+    # diagnosis from being empty, which is an error of its own).
     partial = [r for r in rows if not (r["rotation"] == 3 and r["strategy"] == "minprob")]
-    assert diagnose(make_table(partial), scoring="circular").samples()[0]["fss"] is None
+    partial += [dict(r, sample_id="whole") for r in rows]
+    by_id = {s["sample_id"]: s for s in diagnose(make_table(partial), scoring="circular").samples()}
+    assert by_id["s"]["fss"] is None and by_id["whole"]["fss"] == pytest.approx(3 / 4 - 1 / 4)
 
 
 def naive_diagnose(rows, tau=0.15, lam=0.5):

@@ -110,3 +110,47 @@ def test_bad_input_is_a_clear_error(tmp_path, capsys, payload, args, message):
 def test_missing_file(tmp_path, capsys):
     assert main(["select", "--scores", str(tmp_path / "nope.json")]) == 1
     assert "cannot read scores file" in capsys.readouterr().err
+
+
+def _score_lines(tmp_path):
+    """What `tempcore score` writes: one JSON line per (sample, mode), the scores under "s"."""
+    recs = [{"benchmark": "b", "sample_id": sid, "mode": mode, "encoder": "e", "fps": 3.0, "text_truncated": False,
+             "text_tokens": 5, "frames": 9, "timestamps": TIMES, "cos": [0.0] * 9,
+             "s": SCORES if (sid, mode) == ("v1", "qa") else SCORES[::-1]}
+            for sid in ("v1", "v2") for mode in ("q", "qa")]
+    path = tmp_path / "scores.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    return path
+
+
+def test_select_reads_the_output_of_score(tmp_path, capsys):
+    path = _score_lines(tmp_path)
+    out = run_json(capsys, "--scores", str(path), "--k", "4", "--sample-id", "v1", "--mode", "qa")
+    assert out["indices"] == list(maxprob(np.array(TIMES), np.array(SCORES), 4).indices) == [0, 4, 7, 8]
+    other = run_json(capsys, "--scores", str(path), "--k", "4", "--sample-id", "v2", "--mode", "qa")
+    assert other["indices"] == list(maxprob(np.array(TIMES), np.array(SCORES[::-1]), 4).indices)
+    # one line alone needs no choice, and its sample_id seeds the random strategies as in `tempcore run`
+    one = tmp_path / "one.jsonl"
+    one.write_text(path.read_text().splitlines()[1] + "\n")
+    assert run_json(capsys, "--scores", str(one), "--k", "4")["indices"] == [0, 4, 7, 8]
+    from tempcore.selection import random as random_strategy
+
+    rnd = run_json(capsys, "--scores", str(one), "--k", "4", "--strategy", "random", "--seed", "2")
+    assert rnd["indices"] == list(random_strategy(np.array(TIMES), None, 4, seed=2, sample_id="v1").indices)
+
+
+def test_select_on_several_records_asks_for_a_choice(tmp_path, capsys):
+    path = _score_lines(tmp_path)
+    assert main(["select", "--scores", str(path), "--k", "4"]) == 1
+    err = capsys.readouterr().err
+    assert "holds 4 record(s) (sample_id v1, v2; mode q, qa; benchmark b)" in err and "--sample-id ID" in err
+    assert main(["select", "--scores", str(path), "--k", "4", "--sample-id", "v1"]) == 1
+    assert "2 match" in capsys.readouterr().err
+    assert main(["select", "--scores", str(path), "--k", "4", "--sample-id", "v9", "--mode", "q"]) == 1
+    assert "none matches --sample-id v9, --mode q" in capsys.readouterr().err
+
+
+def test_strategy_names_ignore_case(scores_file, capsys):
+    assert run_json(capsys, "--scores", str(scores_file), "--k", "4", "--strategy", "MaxProb")["indices"] == [0, 4, 7, 8]
+    assert main(["select", "--scores", str(scores_file), "--k", "4", "--strategy", "maxprb"]) == 1
+    assert "did you mean 'maxprob'" in capsys.readouterr().err

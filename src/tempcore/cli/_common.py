@@ -1,9 +1,66 @@
-"""Arguments and parsing shared by several subcommands (not a command itself)."""
+"""Arguments and parsing shared by several subcommands (not a command itself).
+
+Conventions every command follows:
+
+* ``--predictions PATH``: a tidy table (CSV, Parquet, JSONL), a run store (``.sqlite``), or a run
+  folder (its ``store.sqlite``, else its ``predictions.parquet`` / ``.csv`` / ``.jsonl``), see
+  :func:`read_predictions_arg`.
+* ``--annotations [NAME=]PATH``: ``NAME=PATH`` per benchmark, or a bare ``PATH`` where the command
+  knows the benchmark (``--benchmark NAME``); NAME is a registered format, else the generic format
+  read with that benchmark name (:func:`parse_annotations`, :func:`load_annotations`).
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
+
+from tempcore.errors import TempcoreError
+
+#: what a run folder may hold in place of a store, in the order they are looked for
+RUN_TABLES = ("predictions.parquet", "predictions.csv", "predictions.jsonl")
+
+
+def add_predictions_argument(p: argparse.ArgumentParser) -> None:
+    """``--predictions PATH`` (see :func:`read_predictions_arg`)."""
+    p.add_argument("--predictions", required=True, type=Path, metavar="PATH",
+                   help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder")
+
+
+def read_predictions_arg(path: Path) -> Any:
+    """The tidy table ``--predictions`` names: a table file, a run store, or a run folder.
+
+    A folder is read through its ``store.sqlite`` when it has one (the store is the run's own
+    record; a ``predictions.parquet`` next to it may be older), else through the first of
+    :data:`RUN_TABLES` it holds; a folder with neither is an error that says what was looked for.
+    """
+    from tempcore.tidy import PredictionsTableError, read_predictions
+
+    path = Path(path).expanduser()
+    if path.is_dir():
+        from tempcore.store import STORE_FILENAME
+
+        if (path / STORE_FILENAME).is_file():
+            return _store_table(path / STORE_FILENAME)
+        for name in RUN_TABLES:
+            if (path / name).is_file():
+                return read_predictions(path / name)
+        raise PredictionsTableError(
+            f"{path}: a folder without a run's predictions (looked for {STORE_FILENAME}, {', '.join(RUN_TABLES)})"
+        )
+    if path.suffix.lower() in (".sqlite", ".sqlite3", ".db") and path.is_file():
+        return _store_table(path)
+    return read_predictions(path)
+
+
+def _store_table(path: Path) -> Any:
+    from tempcore.store import RunStore
+    from tempcore.tidy import predictions_table, validate_table
+
+    with RunStore(path, create=False) as store:
+        return validate_table(predictions_table(store), str(path))
 
 
 def parse_key_values(pairs: list[str] | None, flag: str = "--option") -> dict[str, str]:
@@ -39,4 +96,156 @@ def diagnose_args(table: Any, args: argparse.Namespace) -> Any:
     noframe_k = args.noframe_k if args.noframe_k is not None else args.k
     return diagnose(table, tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring,
                     models=args.models, filters={"k": args.k, "encoder": args.encoder},
-                    noframe_filters={"k": noframe_k})
+                    noframe_filters={"k": noframe_k},
+                    flags={"noframe_k": "--noframe-k" if args.noframe_k is not None else "--k"})
+
+
+class BenchmarkArgumentError(TempcoreError):
+    """A ``--annotations`` / ``--video-root`` / ``--option`` value cannot be understood."""
+
+
+ANNOTATIONS_HELP = (
+    "benchmark annotations, [NAME=]PATH: NAME=PATH per benchmark (NAME as in the predictions' benchmark "
+    "column: a registered format, see `tempcore benchmarks list`, else read as the generic format with "
+    "that benchmark name); a bare PATH when --benchmark NAME is given"
+)
+
+
+def add_benchmark_arguments(
+    p: argparse.ArgumentParser, *, required: bool, benchmark_help: str | None = None
+) -> None:
+    """``--annotations [NAME=]PATH ...``, ``--benchmark``, ``--video-root``, ``--option``, ``--skip-invalid``."""
+    p.add_argument("--annotations", nargs="+", required=required, default=[], metavar="[NAME=]PATH",
+                   help=ANNOTATIONS_HELP)
+    p.add_argument("--benchmark", metavar="NAME",
+                   help=benchmark_help or "the benchmark a bare --annotations PATH belongs to")
+    p.add_argument(
+        "--video-root", nargs="+", default=[], metavar="[NAME=]DIR",
+        help="folder the benchmark's videos are relative to (NAME=DIR per benchmark; a bare DIR for all)",
+    )
+    p.add_argument(
+        "-o", "--option", action="append", default=[], metavar="[NAME:]KEY=VALUE",
+        help="loader option, e.g. nextqa:video_map=PATH or mvbench:task_table=FILE; repeatable",
+    )
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="skip invalid annotation rows (they are reported) instead of stopping")
+
+
+def parse_annotations(values: list[str], benchmark: str | None) -> dict[str, Path]:
+    """``NAME=PATH`` pairs (or one bare PATH with ``benchmark``) -> {name: path}.
+
+    A value is ``NAME=PATH`` when it has an ``=`` whose left side is not an existing path (so a
+    file called ``a=b.jsonl`` still reads as a bare path); a bare PATH needs ``benchmark``.
+    """
+    out: dict[str, Path] = {}
+    for value in values:
+        name, sep, path = value.partition("=")
+        if not sep or not name.strip() or not path or Path(value).expanduser().exists():
+            if benchmark is None:
+                raise BenchmarkArgumentError(
+                    f"--annotations {value!r}: expected NAME=PATH (or give --benchmark NAME with a bare PATH)"
+                )
+            name, path = benchmark, value
+        name = name.strip()
+        if name in out:
+            raise BenchmarkArgumentError(f"--annotations: benchmark {name!r} given twice")
+        out[name] = Path(path).expanduser()
+    if benchmark is not None and benchmark not in out:
+        raise BenchmarkArgumentError(
+            f"--benchmark {benchmark!r} has no --annotations PATH (given: {', '.join(sorted(out))})"
+        )
+    return out
+
+
+def parse_one_annotations(value: str, benchmark: str | None) -> tuple[str | None, Path]:
+    """One ``--annotations [NAME=]PATH`` for a command of one benchmark: (its name, its path).
+
+    The name is NAME, else ``benchmark``, else ``None`` (the command finds the benchmark itself);
+    NAME and a different ``benchmark`` are an error."""
+    try:
+        (name, path), = parse_annotations([value], None).items()
+    except BenchmarkArgumentError:
+        return benchmark, Path(value).expanduser()
+    if benchmark is not None and name != benchmark:
+        raise BenchmarkArgumentError(f"--annotations {value!r} names benchmark {name!r}, --benchmark {benchmark!r}")
+    return name, path
+
+
+def parse_video_roots(values: list[str], names: list[str]) -> dict[str, Path]:
+    """``NAME=DIR`` pairs, or one bare ``DIR`` for every benchmark in ``names``."""
+    out: dict[str, Path] = {}
+    bare: list[str] = []
+    for value in values:
+        name, sep, path = value.partition("=")
+        if sep and name in names and path:
+            out[name] = Path(path).expanduser()
+        else:
+            bare.append(value)
+    if len(bare) > 1:
+        raise BenchmarkArgumentError("--video-root: give one bare DIR, or NAME=DIR per benchmark")
+    if bare:
+        for name in names:
+            out.setdefault(name, Path(bare[0]).expanduser())
+    return out
+
+
+def parse_options(values: list[str], names: list[str]) -> dict[str, dict[str, str]]:
+    """``[NAME:]KEY=VALUE`` loader options per benchmark (no NAME: only with a single benchmark)."""
+    out: dict[str, dict[str, str]] = {n: {} for n in names}
+    for value in values:
+        head, sep, option_value = value.partition("=")
+        if not sep or not head.strip():
+            raise BenchmarkArgumentError(f"--option {value!r}: expected [NAME:]KEY=VALUE")
+        name, colon, key = head.rpartition(":")
+        if not colon:
+            if len(names) != 1:
+                raise BenchmarkArgumentError(f"--option {value!r}: several benchmarks; write NAME:KEY=VALUE")
+            name, key = names[0], head
+        if name not in out:
+            raise BenchmarkArgumentError(f"--option {value!r}: {name!r} is not a benchmark given")
+        out[name][key.strip()] = option_value
+    return out
+
+
+def load_sources(args: argparse.Namespace) -> dict[str, Any]:
+    """Load every benchmark named by ``--annotations``: {name: LoadResult} (videos per --video-root).
+
+    A name registered as a benchmark format loads with that loader; any other name loads the
+    generic format (``docs/benchmark-format.md``) with ``benchmark_name=NAME``.
+    """
+    paths = parse_annotations(args.annotations, args.benchmark)
+    names = list(paths)
+    roots = parse_video_roots(args.video_root, names)
+    options = parse_options(args.option, names)
+    return {name: load_annotations(name, path, video_root=roots.get(name), skip_invalid=args.skip_invalid,
+                                   options=options[name])
+            for name, path in paths.items()}
+
+
+def load_annotations(name: str, path: Path, *, video_root: Path | str | None = None, skip_invalid: bool = False,
+                     options: dict[str, str] | None = None) -> Any:
+    """Load one benchmark's annotations: with the loader registered as ``name``, else the generic
+    format with ``benchmark_name=name`` (so ``tempcore-world`` reads a world's annotations.jsonl).
+    Skipped invalid rows are listed on standard error (standard output may be JSON)."""
+    from tempcore.benchmarks import available, load_benchmark
+
+    opts = dict(options or {})
+    registered = list(available())
+    if name in registered:
+        result = load_benchmark(name, path, video_root=video_root, skip_invalid=skip_invalid, **opts)
+    else:
+        import difflib
+
+        opts.setdefault("benchmark_name", name)
+        try:
+            result = load_benchmark("generic", path, video_root=video_root, skip_invalid=skip_invalid, **opts)
+        except TempcoreError as exc:
+            close = difflib.get_close_matches(name, registered, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise BenchmarkArgumentError(
+                f"{exc} ({name!r} is not a registered benchmark format, so its annotations were read as the "
+                f"generic format{hint})"
+            ) from exc
+    for bad in result.invalid:
+        print(f"skipped invalid row: {bad}", file=sys.stderr)
+    return result

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
+
+from tempcore.cli._common import add_benchmark_arguments, add_predictions_argument
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -20,9 +21,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "With --benchmark nextqa and --by type, the official NExT-QA grouping is used (TP merged into TN, "
         "C / T / D totals and the overall figure).",
     )
-    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
-    p.add_argument("--benchmark", metavar="NAME", help="restrict to this benchmark (and load its annotations)")
-    p.add_argument("--annotations", type=Path, metavar="PATH", help="the benchmark's annotation file or folder")
+    add_predictions_argument(p)
+    add_benchmark_arguments(p, required=False,
+                            benchmark_help="restrict to this benchmark (a bare --annotations PATH is its annotations)")
     p.add_argument("--by", nargs="+", default=[], metavar="FIELD",
                    help="group by predictions columns or sample fields (e.g. type, duration, task_type, k)")
     p.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
@@ -35,48 +36,29 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="samples in the predictions but not in the annotations: stop (default) or keep them "
                    "as a group with an empty field value")
     p.add_argument("--confidence", type=float, default=0.95, help="interval coverage (default 0.95)")
-    p.add_argument("--skip-invalid", action="store_true", help="skip invalid annotation rows (reported)")
-    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE",
-                   help="benchmark loader option, e.g. video_map=PATH (nextqa)")
     p.add_argument("--json", action="store_true", help="print one JSON object {\"groups\": [...]}")
     p.set_defaults(func=run)
 
 
-def _options(pairs: list[str]) -> dict[str, str]:
-    from tempcore.diagnostics.accuracy import AccuracyError
-
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise AccuracyError(f"loader option {pair!r} is not KEY=VALUE")
-        out[key] = value
-    return out
-
-
 def run(args: argparse.Namespace) -> int:
+    from tempcore.cli._common import load_sources, read_predictions_arg
     from tempcore.diagnostics.accuracy import (
         AccuracyError,
         accuracy_groups_json,
         accuracy_table,
         nextqa_official,
     )
-    from tempcore.tidy import read_predictions
 
-    if args.annotations is not None and args.benchmark is None:
-        raise AccuracyError("--annotations needs --benchmark NAME (the loader that reads them)")
     if not 0.0 < args.confidence < 1.0:
         raise AccuracyError(f"--confidence must lie in (0, 1), not {args.confidence}")
-    table = read_predictions(args.predictions)
+    table = read_predictions_arg(args.predictions)
     samples = None
     load_info: dict[str, Any] | None = None
-    if args.annotations is not None:
-        from tempcore.benchmarks import load_benchmark
-
-        loaded = load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
-                                **_options(args.option))
-        samples = loaded.samples
-        load_info = {"samples": len(loaded.samples), "invalid": len(loaded.invalid), "skipped": len(loaded.skipped)}
+    if args.annotations:
+        sources = load_sources(args)
+        samples = [s for result in sources.values() for s in result.samples]
+        load_info = {key: sum(len(getattr(r, attr)) for r in sources.values())
+                     for key, attr in (("samples", "samples"), ("invalid", "invalid"), ("skipped", "skipped"))}
     official = args.nextqa_official or (
         not args.plain and args.benchmark == "nextqa" and args.by == ["type"]
     )

@@ -7,7 +7,12 @@ import json
 import sys
 from pathlib import Path
 
-from tempcore.cli._common import add_diagnosis_arguments, diagnose_args
+from tempcore.cli._common import (
+    add_diagnosis_arguments,
+    add_predictions_argument,
+    diagnose_args,
+    read_predictions_arg,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compute Frame Selection Sensitivity (MaxProb vs MinProb), Language Independence "
         "(no-frame), the FSS x LIS taxonomy and the Temporal Purity Index per benchmark.",
     )
-    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
+    add_predictions_argument(p)
     add_diagnosis_arguments(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
@@ -25,9 +30,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.tidy import read_predictions
-
-    d = diagnose_args(read_predictions(args.predictions), args)
+    d = diagnose_args(read_predictions_arg(args.predictions), args)
     result = d.to_json()
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,11 @@ class ReportInputError(TempcoreError):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from tempcore.cli._common import add_diagnosis_arguments
-    from tempcore.cli._export_tempcore import add_benchmark_arguments
+    from tempcore.cli._common import (
+        add_benchmark_arguments,
+        add_diagnosis_arguments,
+        add_predictions_argument,
+    )
 
     p = sub.add_parser(
         "report",
@@ -28,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
             "frame thumbnails."
         ),
     )
-    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
+    add_predictions_argument(p)
     add_benchmark_arguments(p, required=False)
     p.add_argument("--out", required=True, type=Path, help="output folder")
     add_diagnosis_arguments(p)
@@ -89,15 +92,17 @@ def _pairs(values: list[str]) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.cli._export_tempcore import load_sources
+    from tempcore.cli._common import load_sources, read_predictions_arg
     from tempcore.report import build_report, write_report
-    from tempcore.tidy import file_sha256, read_predictions
+    from tempcore.tidy import file_sha256
 
     if args.max_samples < 1:
         raise ReportInputError("--max-samples must be at least 1")
-    table = read_predictions(args.predictions)
+    table = read_predictions_arg(args.predictions)
     sources = load_sources(args) if args.annotations else {}
-    inputs: dict[str, Any] = {"predictions": str(args.predictions), "predictions_sha256": file_sha256(args.predictions)}
+    inputs: dict[str, Any] = {"predictions": str(args.predictions)}
+    if args.predictions.is_file():
+        inputs["predictions_sha256"] = file_sha256(args.predictions)
     for name, result in sources.items():
         inputs[f"annotations {name}"] = f"{', '.join(str(p) for p in result.source_files)} " \
                                         f"(sha256 {result.annotations_hash})"

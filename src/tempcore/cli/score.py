@@ -25,6 +25,8 @@ as each sample is done:
     cos             [float] L cosine similarities of frame and text embeddings (float32 values)
     s               [float] L Eq. 1 scores sigmoid(cos) (plain sigmoid; no learned scale / bias)
 
+``tempcore select --scores FILE --sample-id ID --mode qa`` selects frames from one of these lines.
+
 Progress and the final summary (samples scored, cache hits / misses, truncated texts, failed videos
 with their errors, invalid annotation rows skipped) go to standard error. Exit status: 0 when every
 sample was scored, 1 when any could not be (the others are still written) or on a usage error.
@@ -55,7 +57,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--benchmark", required=True, metavar="NAME", help="benchmark name (tempcore benchmarks list)"
     )
-    p.add_argument("--annotations", required=True, metavar="PATH", help="annotation file or folder")
+    p.add_argument("--annotations", required=True, metavar="[NAME=]PATH",
+                   help="annotation file or folder (a bare PATH is --benchmark's; NAME=PATH must name it)")
     p.add_argument("--video-root", metavar="DIR", help="folder the videos are relative to")
     p.add_argument(
         "--encoder",
@@ -108,7 +111,7 @@ def _output(path: str) -> Iterator[IO[str]]:
 def score_command(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from tempcore.benchmarks import load_benchmark
+    from tempcore.cli._common import load_annotations, parse_annotations
     from tempcore.encoders import load_encoder
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.scoring import FrameScores, ScoreFailure, parse_modes, score_samples
@@ -120,24 +123,29 @@ def score_command(args: argparse.Namespace) -> int:
         print("tempcore score: error: --batch-size must be >= 1 and --limit >= 0", file=sys.stderr)
         return 2
     modes = parse_modes(args.mode)
-    result = load_benchmark(
+    # one value: a bare PATH, or NAME=PATH naming --benchmark (anything else is an error)
+    path = parse_annotations([args.annotations], args.benchmark)[args.benchmark]
+    result = load_annotations(
         args.benchmark,
-        args.annotations,
+        path,
         video_root=args.video_root,
         skip_invalid=args.skip_invalid,
-        **parse_key_values(args.option),
+        options=parse_key_values(args.option),
     )
     samples = result.samples if args.limit is None else result.samples[: args.limit]
     video_root = result.video_root if result.video_root is not None else args.video_root
     cache = None if args.no_cache else EmbeddingCache(args.cache)
-    encoder = load_encoder(
-        args.encoder,
-        device=args.device,
-        dtype=args.dtype,
-        revision=args.revision,
-        trust_remote_code=args.trust_remote_code,
-        batch_size=args.batch_size,
-    )
+    from tempcore.encoders.hf import progress_bars
+
+    with progress_bars(not args.no_progress):
+        encoder = load_encoder(
+            args.encoder,
+            device=args.device,
+            dtype=args.dtype,
+            revision=args.revision,
+            trust_remote_code=args.trust_remote_code,
+            batch_size=args.batch_size,
+        )
 
     failures: list[ScoreFailure] = []
     scored: set[str] = set()

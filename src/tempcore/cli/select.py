@@ -1,7 +1,12 @@
 """``tempcore select``: run one frame-selection strategy on scores from a JSON file.
 
 The file holds ``{"timestamps": [...], "scores": [...]}`` (``scores`` may be absent or null
-for strategies that ignore them); ``-`` reads it from stdin. ``--json`` prints
+for strategies that ignore them), or the JSON Lines that ``tempcore score`` writes (one record per
+sample and text mode, the scores under ``s``); ``-`` reads it from stdin. A record's scores are
+``scores`` when it has that key, else ``s``. When the file holds several records, ``--sample-id``,
+``--mode`` and ``--benchmark`` choose one (an ambiguous or unmatched choice is an error that lists
+what the file holds); a record's ``sample_id`` also seeds the random strategies unless
+``--sample-id`` is given, so the frames equal those of ``tempcore run``. ``--json`` prints
 ``{"indices": [...], "timestamps": [...]}`` in the order shown to the model, or for
 ``oracle`` ``{"windows": [{"indices": [...], "timestamps": [...]}, ...]}``.
 """
@@ -23,14 +28,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(one entry per decoded frame); '-' reads stdin."
         ),
     )
-    p.add_argument("--scores", required=True, metavar="FILE", help="JSON file with timestamps and scores, or -")
+    p.add_argument("--scores", required=True, metavar="FILE",
+                   help="JSON {timestamps, scores}, or the JSONL of `tempcore score`; - reads stdin")
+    p.add_argument("--mode", choices=("q", "qa"), default=None,
+                   help="with `tempcore score` output: the text mode of the record to use")
+    p.add_argument("--benchmark", default=None, help="with `tempcore score` output: the record's benchmark")
     p.add_argument("--strategy", default="maxprob", help="strategy name (default: maxprob)")
     p.add_argument("--k", type=int, default=32, help="number of frames K (default: 32)")
     p.add_argument("--stride", type=int, default=None, help="oracle: window stride S (default: K)")
     p.add_argument("--max-windows", type=int, default=None, help="oracle: at most this many windows (default: 50)")
     p.add_argument("--window", type=int, default=None, help="oracle: print only this window (0-based)")
     p.add_argument("--seed", type=int, default=0, help="global seed of the random strategies (default: 0)")
-    p.add_argument("--sample-id", default="", help="sample id the per-sample seed is derived from")
+    p.add_argument("--sample-id", default=None,
+                   help="sample id the per-sample seed is derived from; with `tempcore score` output also the "
+                   "record to use (default: the record's own sample_id)")
     p.add_argument("--variant", default=None,
                    help="strategy variant (uniform: centres|linspace|linspace_round; shuffled/reversed: base strategy)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
@@ -39,7 +50,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _load(path: str) -> tuple[Any, Any]:
+def _records(text: str, name: str) -> list[Any]:
+    """One JSON value, or JSON Lines (one value per non-empty line)."""
+    from tempcore.selection import SelectionError
+
+    try:
+        return [json.loads(text)]
+    except json.JSONDecodeError as whole:
+        records = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                first = whole if n == 1 else exc
+                raise SelectionError(f"{name}: not valid JSON (line {n}: {first.msg})") from None
+        if not records:
+            raise SelectionError(f"{name}: empty file (expected JSON with timestamps and scores)") from None
+        return records
+
+
+def _choose(records: list[Any], name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The one record ``--sample-id`` / ``--mode`` / ``--benchmark`` select (any, when there is one)."""
+    from tempcore.selection import SelectionError
+
+    for i, rec in enumerate(records, 1):
+        if not isinstance(rec, dict) or "timestamps" not in rec:
+            where = f" (record {i})" if len(records) > 1 else ""
+            raise SelectionError(f'{name}{where}: expected a JSON object {{"timestamps": [...], "scores": [...]}} '
+                                 "or a line of `tempcore score` output")
+    wanted = {"sample_id": args.sample_id, "mode": args.mode, "benchmark": args.benchmark}
+
+    def matches(rec: dict[str, Any]) -> bool:
+        # a lone plain {"timestamps", "scores"} object has no ids: --sample-id is then only the seed
+        return all(str(rec[k]) == str(v) if k in rec else len(records) == 1
+                   for k, v in wanted.items() if v is not None)
+
+    chosen = [r for r in records if matches(r)]
+    if len(chosen) == 1:
+        return chosen[0]
+
+    def held(key: str) -> str:
+        values = sorted({str(r[key]) for r in records if key in r})
+        shown = ", ".join(values[:10]) + (f", ... ({len(values)} in all)" if len(values) > 10 else "")
+        return f"{key} {shown}" if values else f"no {key}"
+
+    holds = f"{name} holds {len(records)} record(s) ({held('sample_id')}; {held('mode')}; {held('benchmark')})"
+    asked = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in wanted.items() if v is not None)
+    if not chosen:
+        raise SelectionError(f"{holds}; none matches {asked}")
+    raise SelectionError(f"{holds}; {len(chosen)} match{'' if asked else ' (nothing chosen)'}: choose one with "
+                         "--sample-id ID and --mode q|qa (and --benchmark NAME)")
+
+
+def _load(path: str, args: argparse.Namespace) -> tuple[Any, Any, str | None]:
+    """(timestamps, scores, the record's sample_id) of the chosen record of ``path``."""
     from tempcore.selection import SelectionError
 
     try:
@@ -53,16 +119,13 @@ def _load(path: str) -> tuple[Any, Any]:
     except UnicodeDecodeError as exc:
         raise SelectionError(f"{path}: not UTF-8 text ({exc.reason})") from None
     name = "<stdin>" if path == "-" else path
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SelectionError(f"{name}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
-    if not isinstance(data, dict) or "timestamps" not in data:
-        raise SelectionError(f'{name}: expected a JSON object {{"timestamps": [...], "scores": [...]}}')
-    for key in ("timestamps", "scores"):
+    data = _choose(_records(text, name), name, args)
+    scores_key = "scores" if "scores" in data else "s"
+    for key in ("timestamps", scores_key):
         if data.get(key) is not None and not isinstance(data[key], list):
             raise SelectionError(f"{name}: {key!r} must be a list of numbers")
-    return data["timestamps"], data.get("scores")
+    sid = data.get("sample_id")
+    return data["timestamps"], data.get(scores_key), None if sid is None else str(sid)
 
 
 def _params(args: argparse.Namespace) -> dict[str, Any]:
@@ -102,10 +165,14 @@ def _listing(fs: Any, scores: Any, header: str) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from tempcore.selection import SelectionError, call_strategy, oracle_window
+    from tempcore.selection.registry import STRATEGIES
 
-    timestamps, scores = _load(args.scores)
+    # strategy names match ignoring case (MaxProb is maxprob); an unknown one is refused with suggestions
+    canonical = {name.lower(): name for name in STRATEGIES}
+    args.strategy = canonical.get(str(args.strategy).lower(), args.strategy)
+    timestamps, scores, record_id = _load(args.scores, args)
     params = _params(args)
-    common = dict(sample_id=args.sample_id)
+    common = dict(sample_id=args.sample_id if args.sample_id is not None else (record_id or ""))
     if args.window is not None:
         if args.strategy != "oracle":
             raise SelectionError(f"--window applies to the oracle strategy, not {args.strategy!r}")

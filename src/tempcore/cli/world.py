@@ -2,14 +2,17 @@
 
     tempcore world generate --out DIR [--n 400] [--seed 0] [--size 48] [--fps 10]
                             [--min-duration 10] [--max-duration 40] [--k-max 8] [--json]
-    tempcore world train [--only encoder|answerers|all] [--out DIR] [--seed 0] [--encoder-steps N]
+    tempcore world train [--only encoder|answerers|all] [--out DIR | --into-package] [--seed 0]
+                         [--encoder-steps N]
     tempcore world validate --predictions FILE --annotations FILE
                             [--scoring hard|soft|circular ...] [--json] [--tau] [--lambda] [--k] ...
     tempcore world probe [--encoder PATH] (--world DIR | --n N --seed S) [--k 8] [--mode qa|q] [--json]
 
 ``generate`` writes ``videos/*.mp4``, ``annotations.jsonl`` (generic format, with ``planted``) and
-``world.json``. ``train`` rebuilds the shipped weights (default: into the package's ``zoo``
-folder). ``validate`` prints how well a run's diagnosis recovers the planted categories
+``world.json``. ``train`` rebuilds the shipped weights into ``--out`` (default ``./world-zoo``,
+never inside the installed package: in an editable install that would overwrite the shipped,
+tested weights); ``--into-package`` replaces the package's own ``zoo`` folder on purpose (for a
+maintainer refreshing the shipped weights), and an ``--out`` inside that folder needs it too. ``validate`` prints how well a run's diagnosis recovers the planted categories
 (``--json``: ``{"scoring": {name: {"temporally_sensitive": {"precision", "recall"}, "trivial":
 {"precision", "recall"}, "confusion": {planted: {recovered: count}}}}}``; an undefined precision or
 recall is ``null``). ``probe`` measures how often MaxProb / MinProb frames of an encoder fall inside
@@ -25,6 +28,16 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from tempcore.cli._common import add_predictions_argument
+from tempcore.errors import TempcoreError
+
+#: where ``tempcore world train`` writes when no ``--out`` is given (relative to the working folder)
+DEFAULT_TRAIN_OUT = "world-zoo"
+
+
+class WorldTrainError(TempcoreError):
+    """``tempcore world train`` was asked to write somewhere it must not."""
 
 
 def register(subparsers: Any) -> None:
@@ -54,7 +67,10 @@ def register(subparsers: Any) -> None:
                        description="Train the world encoder (and the answerers, when available).")
     t.add_argument("--only", choices=("encoder", "answerers", "all"), default="all",
                    help="what to train (default all)")
-    t.add_argument("--out", type=Path, help="zoo folder to write (default: the package's zoo)")
+    t.add_argument("--out", type=Path, default=None,
+                   help=f"zoo folder to write (default ./{DEFAULT_TRAIN_OUT}; never the installed package's zoo)")
+    t.add_argument("--into-package", action="store_true",
+                   help="overwrite the installed package's shipped zoo weights (maintainers only)")
     t.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     t.add_argument("--encoder-steps", type=int, default=None, help="encoder training steps (default 2400)")
     t.set_defaults(func=run_train)
@@ -62,8 +78,9 @@ def register(subparsers: Any) -> None:
     v = sub.add_parser("validate", help="recovery of the planted categories by a run's predictions",
                        description="Diagnose a predictions table and compare each sample's category "
                        "with the category the world planted.")
-    v.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet, JSONL)")
-    v.add_argument("--annotations", required=True, type=Path, help="the world's annotations.jsonl (or its folder)")
+    add_predictions_argument(v)
+    v.add_argument("--annotations", required=True, metavar="[NAME=]PATH",
+                   help="the world's annotations.jsonl (or its folder); NAME=PATH also picks the benchmark")
     v.add_argument("--scoring", nargs="+", choices=("hard", "soft", "circular"), default=["hard"],
                    help="scoring method(s) (default hard)")
     v.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
@@ -115,10 +132,29 @@ def run_generate(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_train(args: argparse.Namespace) -> int:
+def train_destination(out: Path | None, into_package: bool) -> Path:
+    """The zoo folder ``world train`` writes: ``out`` (default ``./world-zoo``), or the package's
+    ``zoo`` with ``into_package``. An ``out`` inside the package's zoo without ``into_package``, and
+    both at once, are errors."""
     from tempcore.world import ZOO
 
-    zoo = args.out or ZOO
+    package_zoo = Path(ZOO).resolve()
+    if into_package:
+        if out is not None and out.resolve() != package_zoo:
+            raise WorldTrainError("give either --out DIR or --into-package, not both")
+        return Path(ZOO)
+    zoo = out if out is not None else Path(DEFAULT_TRAIN_OUT)
+    resolved = zoo.resolve()
+    if resolved == package_zoo or package_zoo in resolved.parents:
+        raise WorldTrainError(
+            f"--out {zoo} is the installed package's zoo ({package_zoo}); training there overwrites the "
+            "shipped weights. Add --into-package if that is what you want"
+        )
+    return zoo
+
+
+def run_train(args: argparse.Namespace) -> int:
+    zoo = train_destination(args.out, args.into_package)
     if args.only in ("encoder", "all"):
         from tempcore.world.encoder_zoo import DEFAULT_STEPS, train_encoder
 
@@ -143,17 +179,20 @@ def run_train(args: argparse.Namespace) -> int:
 
             summary = answerers.train_all(zoo, seed=args.seed, log=lambda line: print(line, file=sys.stderr))
             print(f"answerers: {json.dumps(summary)}")
+    print(f"wrote the zoo to {zoo}")
     return 0
 
 
 def run_validate(args: argparse.Namespace) -> int:
+    from tempcore.cli._common import parse_one_annotations, read_predictions_arg
     from tempcore.world.recovery import format_recovery
     from tempcore.world.validate import validate_predictions
 
+    benchmark, annotations = parse_one_annotations(args.annotations, args.benchmark)
     result = validate_predictions(
-        args.predictions, args.annotations, scorings=args.scoring, tau=args.tau, lam=args.lam,
+        read_predictions_arg(args.predictions), annotations, scorings=args.scoring, tau=args.tau, lam=args.lam,
         fss_mode=args.fss_mode, models=args.models, filters={"k": args.k, "encoder": args.encoder},
-        benchmark=args.benchmark,
+        benchmark=benchmark,
     )
     if args.json:
         json.dump(result, sys.stdout)

@@ -20,7 +20,16 @@ from tempcore.diagnostics.core import (
     taxonomy,
     tpi,
 )
-from tempcore.diagnostics.table import SCORINGS, DiagnosticsError, EncodedPredictions
+from tempcore.diagnostics.table import (
+    SCORINGS,
+    DiagnosticsError,
+    EncodedPredictions,
+    TableError,
+    check_fingerprints,
+    check_scoring,
+    explain_empty,
+    prepare_table,
+)
 
 
 @dataclass
@@ -74,6 +83,7 @@ def diagnose(
     models: Sequence[str] | None = None,
     filters: Mapping[str, Any] | None = None,
     noframe_filters: Mapping[str, Any] | None = None,
+    flags: Mapping[str, str] | None = None,
 ) -> Diagnosis:
     """FSS (MaxProb vs MinProb in ``fss_mode``), LIS (``noframe``), categories and TPI.
 
@@ -82,12 +92,25 @@ def diagnose(
     MinProb for FSS, no-frame for LIS). ``filters`` pins columns such as ``k`` or
     ``encoder`` for the MaxProb / MinProb rows when the table holds several (an ambiguous table is
     an error, never silently mixed); ``noframe_filters`` does the same for the no-frame rows.
+
+    Nothing is silently empty (:class:`TableError`, naming what the table holds): a condition whose
+    filters select no row, a ``models`` panel with no row of a condition, scoring ``circular``
+    without rotations or ``soft`` without ``p_correct``, and a result with no complete sample.
+    Rows of one model name with different ``model_fingerprint`` values are refused. ``flags``
+    maps filter names to the option names the messages cite (default ``--k``, ``--encoder``...;
+    ``noframe_k`` names the option of the no-frame ``k``, default ``--k``).
     """
     if scoring not in SCORINGS:
         raise DiagnosticsError(f"unknown scoring {scoring!r}; choose one of {', '.join(SCORINGS)}")
     enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
     filters = dict(filters or {})
     noframe_filters = dict(noframe_filters or {})
+    flags = dict(flags or {})
+    noframe_flags = {**flags, "k": flags.get("noframe_k", flags.get("k", "--k"))}
+    if models is not None:
+        enc.panels(models)  # unknown model names: an error naming the table's models
+    allowed = np.ones(enc.table.num_rows, dtype=bool) if models is None else np.isin(
+        enc.model_code, [i for i, m in enumerate(enc.models) if m in set(models)])
     masks = {}
     for strategy, mode, flt in (
         ("maxprob", fss_mode, filters),
@@ -95,8 +118,18 @@ def diagnose(
         ("noframe", None, noframe_filters),
     ):
         what = f"{strategy}" + (f" ({mode}-mode)" if mode else "")
-        masks[strategy] = (enc.rows(strategy, mode, flt), what)
-        enc.check_unambiguous(masks[strategy][0], what, flt)
+        mask = enc.rows(strategy, mode, flt)
+        if not (mask & allowed).any():
+            raise TableError(
+                f"no {what} predictions to diagnose: "
+                + explain_empty(enc.table, strategy, mode, flt, models,
+                                flags=noframe_flags if strategy == "noframe" else flags)
+            )
+        masks[strategy] = (mask, what)
+        enc.check_unambiguous(mask, what, flt)
+    used = np.logical_or.reduce([m for m, _ in masks.values()]) & allowed
+    check_fingerprints(enc.table, used, "diagnose")
+    check_scoring(enc, used, scoring, "the maxprob, minprob and noframe rows")
     # Circular scoring: every sample needs every rotation it was asked in (option counts vary).
     expected = (
         enc.rotations_per_sample(np.logical_or.reduce([m for m, _ in masks.values()]))
@@ -123,6 +156,8 @@ def diagnose(
             li[rows] = lis(matrices["noframe"][np.ix_(rows, cols)])
     fc = fss_categories(f, tau)
     cat = taxonomy(f, li, tau, lam)
+    if n and (cat == INCOMPLETE).all():
+        raise TableError(_nothing_complete(enc, masks, np.isnan(f), np.isnan(li), models))
     benchmarks = {}
     for bench in sorted(set(enc.sample_benchmark)):
         sel = bench_arr == bench
@@ -130,6 +165,23 @@ def diagnose(
     params = {"tau": tau, "lambda": lam, "fss_mode": fss_mode, "scoring": scoring,
               "models": sorted(models) if models else None, "filters": filters}
     return Diagnosis(bench_arr, np.array(enc.sample_id, dtype=object), f, li, fc, cat, benchmarks, params)
+
+
+def _nothing_complete(enc: EncodedPredictions, masks: Mapping[str, tuple[np.ndarray, str]],
+                      no_fss: np.ndarray, no_lis: np.ndarray, models: Sequence[str] | None) -> str:
+    """The message when every sample lacks a needed result: which models have which condition."""
+    parts = []
+    for mask, what in masks.values():
+        held = sorted({enc.models[int(c)] for c in np.unique(enc.model_code[mask])})
+        if models is not None:
+            held = [m for m in held if m in set(models)]
+        parts.append(f"{what} rows of model(s) {', '.join(held)}")
+    return (
+        f"no sample of the {enc.n_samples} is complete ({int(no_fss.sum())} lack an FSS, {int(no_lis.sum())} "
+        "an LIS): every sample needs a result of every panel model under each condition, and the table has "
+        + "; ".join(parts)
+        + ". Check --models / --k / --encoder, or complete the run"
+    )
 
 
 __all__ = [
@@ -140,10 +192,12 @@ __all__ = [
     "Diagnosis",
     "DiagnosticsError",
     "EncodedPredictions",
+    "TableError",
     "diagnose",
     "fss",
     "fss_categories",
     "lis",
+    "prepare_table",
     "summarize",
     "taxonomy",
     "tpi",

@@ -30,6 +30,10 @@ Input: the tidy predictions table (``tempcore.tidy``): one row per prediction wi
   order (:func:`nextqa_official`). A type outside those eight is an error.
 * Duplicate predictions (same sample, model, condition and window twice) are an error: they
   would be counted twice.
+* The table goes through the checks of :mod:`tempcore.diagnostics.table` first (strategy names
+  matched ignoring case, unknown ``models`` named, rows of one model name with different
+  ``model_fingerprint`` values refused), and a result with no group is a
+  :class:`~tempcore.diagnostics.table.TableError`, never an empty table.
 """
 
 from __future__ import annotations
@@ -345,18 +349,19 @@ def _prepare(
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from tempcore.diagnostics.table import check_fingerprints, check_models, prepare_table
+
     _check_columns(table)
+    table = prepare_table(table)
     if benchmark is not None:
         present = sorted(set(pc.unique(table.column("benchmark")).to_pylist()))
         table = table.filter(pc.equal(table.column("benchmark"), benchmark))
         if table.num_rows == 0:
             raise AccuracyError(f"the predictions have no rows for benchmark {benchmark!r} (they have {present})")
     if models is not None:
-        present = set(pc.unique(table.column("model")).to_pylist())
-        unknown = sorted(set(models) - present)
-        if unknown:
-            raise AccuracyError(f"unknown model(s) {unknown}; the predictions have {sorted(present)}")
+        check_models(table, models)
         table = table.filter(pc.is_in(table.column("model"), value_set=pa.array(list(models), type=pa.string())))
+    check_fingerprints(table, what="accuracy")
     cond = condition_columns(table)
     _check_duplicates(table, cond)
     by_cols: list[str] = []
@@ -501,6 +506,13 @@ def accuracy_table(
     every = _rows_from(agg, keys, confidence, has_pe)
     rows = sorted((r for r in every if r["n"] > 0), key=_sort_key(keys))
     empty = [r for r in every if r["n"] == 0]
+    if not rows:
+        from tempcore.diagnostics.table import TableError
+
+        raise TableError(
+            f"no accuracy to report: the {work.num_rows} row(s) selected give no complete group"
+            + (f" ({sum(r['incomplete'] for r in empty)} incomplete oracle sample(s))" if empty else "")
+        )
     columns = keys + ["n", "correct", "accuracy", "ci_low", "ci_high", "incomplete"] + (
         ["parse_errors"] if has_pe else []
     )

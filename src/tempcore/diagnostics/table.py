@@ -4,6 +4,21 @@ The tidy table (see ``tempcore export predictions``) has one row per prediction 
 ``benchmark, sample_id, model, strategy, mode, k, window, correct`` and optionally ``p_correct``
 (probability on the correct option) and ``rotation`` (cyclic option rotation). Everything here is
 vectorised (pyarrow compute + numpy) so millions of rows take seconds.
+
+This is also the one place where a table is checked against what a score asks of it, for
+``diagnose``, ``accuracy``, ``report`` and ``export tempcore`` alike (the CLI adds nothing):
+
+* :func:`prepare_table` canonicalises strategy names: a value equal to a known strategy up to case
+  (``MaxProb``) becomes the registered name (``maxprob``); a value that is not a known strategy but
+  close to one (difflib ratio >= 0.85, e.g. ``maxprb``) is an error that suggests it; any other
+  value (a custom condition of a table made elsewhere) is kept as it is.
+* :func:`explain_empty` says why a condition's filters selected no row, naming what the table
+  holds ("maxprob (qa-mode): the table has k 8; --k asked for 32"); :class:`TableError` carries it.
+* :func:`check_scoring` rejects ``circular`` on rows without several option rotations and
+  ``soft`` on rows without ``p_correct`` values.
+* :func:`check_fingerprints` refuses to pool rows of one model name that carry different
+  ``model_fingerprint`` values (an optional column; null fingerprints, e.g. rows imported from a
+  table that has none, are not compared).
 """
 
 from __future__ import annotations
@@ -24,6 +39,197 @@ _AMBIGUOUS = ("k", "encoder", "fps", "seed", "variant")
 
 class DiagnosticsError(TempcoreError):
     """The predictions cannot give the asked-for score (missing column, ambiguous condition...)."""
+
+
+class TableError(DiagnosticsError):
+    """The table holds nothing for what was asked (filters left no row, a scoring lacks its column,
+    a model's rows were made by different model entries). The message names what the table holds."""
+
+
+#: The command-line flag that sets each filter, for messages (the Python API takes the same names).
+FLAGS = {"k": "--k", "encoder": "--encoder", "mode": "--fss-mode", "models": "--models", "fps": "--fps",
+         "seed": "--seed", "variant": "--variant"}
+_SUGGEST_CUTOFF = 0.85
+FINGERPRINT_COLUMN = "model_fingerprint"
+
+
+def known_strategies() -> list[str]:
+    """The registered strategy names (from :mod:`tempcore.selection`, imported lazily)."""
+    from tempcore.selection.registry import STRATEGIES
+
+    return sorted(STRATEGIES)
+
+
+def _distinct(column: Any) -> list[Any]:
+    """Distinct non-null values of a pyarrow column, sorted (as text when types differ)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
+    if pa.types.is_dictionary(column.type):
+        column = column.cast(column.type.value_type)
+    return sorted(pc.unique(column).drop_null().to_pylist(), key=lambda v: (str(type(v)), v))
+
+
+def _listing(values: Sequence[Any], limit: int = 8) -> str:
+    shown = ", ".join(str(v) for v in values[:limit])
+    return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "") if values else "none"
+
+
+def prepare_table(table: Any) -> Any:
+    """The table with strategy names canonicalised (see the module doc); raises TableError on a
+    near-miss such as ``maxprb``. Returns the table unchanged when every name is canonical."""
+    import difflib
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "strategy" not in table.column_names:
+        return table
+    known = known_strategies()
+    lower = {name.lower(): name for name in known}
+    values = _distinct(table.column("strategy"))
+    mapping: dict[str, str] = {}
+    for value in values:
+        text = str(value)
+        if text in known:
+            continue
+        if text.lower() in lower:
+            mapping[text] = lower[text.lower()]
+            continue
+        close = difflib.get_close_matches(text.lower(), known, n=1, cutoff=_SUGGEST_CUTOFF)
+        if close:
+            raise TableError(
+                f"unknown strategy {text!r} in the predictions' strategy column; did you mean {close[0]!r}? "
+                f"(known strategies: {', '.join(known)}; names are matched ignoring case)"
+            )
+    if not mapping:
+        return table
+    col = table.column("strategy")
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    for old, new in mapping.items():
+        col = pc.if_else(pc.fill_null(pc.equal(col, old), False), new, col)
+    return table.set_column(table.column_names.index("strategy"), "strategy", col)
+
+
+def explain_empty(
+    table: Any,
+    strategy: str,
+    mode: str | None,
+    filters: Mapping[str, Any] | None = None,
+    models: Sequence[str] | None = None,
+    flags: Mapping[str, str] | None = None,
+) -> str:
+    """Why no row of ``table`` is (strategy, mode) under ``filters`` and ``models``: the first
+    narrowing step that empties the selection, with the values the table holds at that step."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    flags = {**FLAGS, **(flags or {})}
+    what = strategy + (f" ({mode}-mode)" if mode else "")
+    if table.num_rows == 0:
+        return f"{what}: the predictions table has no rows at all"
+    strategies = _distinct(table.column("strategy"))
+    sub = table.filter(pc.fill_null(pc.equal(table.column("strategy"), strategy), False))
+    if sub.num_rows == 0:
+        return f"{what}: the table has no {strategy} rows (its strategies: {_listing(strategies)})"
+    if mode is not None:
+        held = _distinct(sub.column("mode"))
+        sub = sub.filter(pc.fill_null(pc.equal(sub.column("mode"), mode), False))
+        if sub.num_rows == 0:
+            return f"{what}: the table's {strategy} rows have mode {_listing(held)}; {flags['mode']} asked for {mode}"
+    for col, value in (filters or {}).items():
+        if value is None:
+            continue
+        if col not in sub.column_names:
+            return f"{what}: the table has no {col!r} column; {flags.get(col, col)} asked for {value}"
+        held = _distinct(sub.column(col))
+        sub = sub.filter(pc.fill_null(pc.equal(sub.column(col), value), False))
+        if sub.num_rows == 0:
+            return f"{what}: the table has {col} {_listing(held)}; {flags.get(col, col)} asked for {value}"
+    if models is not None:
+        held = _distinct(sub.column("model"))
+        sub = sub.filter(pc.is_in(sub.column("model"), value_set=pa.array([str(m) for m in models])))
+        if sub.num_rows == 0:
+            return (f"{what}: the table's rows of this condition are of model(s) {_listing(held)}; "
+                    f"{flags['models']} asked for {_listing(list(models))}")
+    return f"{what}: {sub.num_rows} row(s) match"
+
+
+def check_models(table: Any, models: Sequence[str] | None) -> None:
+    """Every name in ``models`` has rows in ``table`` (TableError naming the table's models)."""
+    if models is None:
+        return
+    if not list(models):
+        raise TableError(f"{FLAGS['models']} names no model")
+    held = [str(m) for m in _distinct(table.column("model"))]
+    unknown = sorted(set(models) - set(held))
+    if unknown:
+        raise TableError(f"unknown model(s) {unknown}; the predictions have {held}")
+
+
+def check_fingerprints(table: Any, mask: np.ndarray | None = None, what: str = "predictions") -> None:
+    """Refuse rows of one model name made by different model entries (``model_fingerprint``).
+
+    Only the rows in ``mask`` (default: all) are compared; null fingerprints are skipped; a table
+    without the column passes. The error names each model's fingerprints with their row counts.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if FINGERPRINT_COLUMN not in table.column_names or table.num_rows == 0:
+        return
+    t = table.select(["model", FINGERPRINT_COLUMN])
+    if mask is not None:
+        t = t.filter(pa.array(np.asarray(mask, dtype=bool)))
+    t = t.filter(pc.is_valid(t.column(FINGERPRINT_COLUMN)))
+    if t.num_rows == 0:
+        return
+    if pa.types.is_dictionary(t.column("model").type):
+        t = t.set_column(0, "model", t.column("model").cast(pa.string()))
+    counts = t.group_by(["model", FINGERPRINT_COLUMN]).aggregate([([], "count_all")]).to_pylist()
+    per_model: dict[str, list[tuple[Any, int]]] = {}
+    for row in counts:
+        per_model.setdefault(str(row["model"]), []).append((row[FINGERPRINT_COLUMN], int(row["count_all"])))
+    mixed = {m: sorted(v, key=lambda x: -x[1]) for m, v in per_model.items() if len(v) > 1}
+    if not mixed:
+        return
+    parts = []
+    for model in sorted(mixed):
+        shown = ", ".join(f"{str(fp)[:12]} ({n} rows)" for fp, n in mixed[model])
+        parts.append(f"model {model!r} has {len(mixed[model])} model_fingerprint values: {shown}")
+    raise TableError(
+        f"{what}: " + "; ".join(parts) + ". Its model entry (checkpoint, revision, prompt, generation settings) "
+        "changed between runs, so these rows do not measure one model: rerun with --recompute, or give "
+        "the entries different model names"
+    )
+
+
+def check_scoring(enc: EncodedPredictions, mask: np.ndarray, scoring: str, what: str = "the rows used") -> None:
+    """``circular`` needs rows with several option rotations of a sample; ``soft`` needs
+    ``p_correct`` values. A TableError says what the table lacks."""
+    if scoring not in SCORINGS:
+        raise DiagnosticsError(f"unknown scoring {scoring!r}; choose one of {', '.join(SCORINGS)}")
+    t = enc.table
+    if scoring == "circular":
+        if "rotation" not in t.column_names:
+            raise TableError("--scoring circular averages over option rotations, but the table has no rotation "
+                             "column (run with option rotations, or use --scoring hard)")
+        per_sample = enc.rotations_per_sample(mask)
+        if per_sample.size == 0 or int(per_sample.max()) < 2:
+            held = sorted({int(r) for r in enc.rotations()[np.flatnonzero(mask)]})
+            raise TableError(f"--scoring circular averages over option rotations, but {what} have rotation "
+                             f"{_listing(held)} only: no sample was asked in two or more rotations")
+    elif scoring == "soft":
+        if "p_correct" not in t.column_names:
+            raise TableError("--scoring soft needs the probability of the correct option, but the table has no "
+                             "p_correct column (models scored by option likelihood write it; or use --scoring hard)")
+        rows = np.flatnonzero(mask & (enc.rotations() == 0))
+        if rows.size and np.isnan(enc.numeric("p_correct")[rows]).all():
+            raise TableError(f"--scoring soft needs p_correct values, but the table's p_correct is empty for "
+                             f"{what} (use --scoring hard)")
 
 
 def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
@@ -67,7 +273,7 @@ class EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-        table = table.unify_dictionaries()  # Parquet row groups may carry different dictionaries
+        table = prepare_table(table.unify_dictionaries())  # Parquet row groups may carry different dictionaries
         bench_codes, benches = _codes(table.column("benchmark"))
         id_codes, ids = _codes(table.column("sample_id"))
         model_codes, models = _codes(table.column("model"))
@@ -189,9 +395,7 @@ class EncodedPredictions:
         """Per benchmark, the model columns of its panel: the models (within ``models``) with any row
         for it among the ``mask``-ed rows (default: all rows). Every benchmark of the table is a key."""
         if models is not None:
-            unknown = sorted(set(models) - set(self.models))
-            if unknown:
-                raise DiagnosticsError(f"unknown model(s) {unknown}; the predictions have {self.models}")
+            check_models(self.table, models)
         allowed = np.array([models is None or m in models for m in self.models], dtype=bool)
         names, bench_of_sample = np.unique(np.array(self.sample_benchmark, dtype=object), return_inverse=True)
         n_m = len(self.models)

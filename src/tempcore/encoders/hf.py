@@ -34,6 +34,19 @@ the tokenizer (``truncation=True``) and reported in :class:`TextEncoding.truncat
 Device: ``cuda`` when available, else ``mps``, else ``cpu``. Dtype: ``bfloat16`` on CUDA devices
 that support it, else ``float16`` on CUDA / MPS, ``float32`` on CPU. Both are overridable.
 Embeddings are L2-normalised in float32 whatever the compute dtype.
+
+Loading quietly, without muting anything:
+
+- The config is read as a dict (``PretrainedConfig.get_config_dict``) and built with its family's
+  config class, then handed to the model, tokenizer and image processor (``config=``).
+  ``AutoConfig.from_pretrained`` would instead log the config's repr, which builds a throwaway
+  *default* ``SiglipTextConfig()``; transformers' class defaults there (bos 49406 / eos 49407, CLIP
+  leftovers, with vocab 32000) fail its own validation and print two "bos/eos_token_id must be
+  within the vocabulary" warnings for every SigLIP checkpoint, whatever its own ids
+  (huggingface/transformers#47612). The loaded config's own ids are still validated by transformers.
+- ``progress=False`` (``--no-progress``) turns off transformers' "Loading weights" bars for the
+  load and restores the previous setting after it; :func:`progress_bars` does the same around any
+  block (e.g. a :func:`tempcore.encoders.load_encoder` call).
 """
 
 from __future__ import annotations
@@ -41,7 +54,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +95,24 @@ class EncoderStats:
     image_batches: int = 0
     texts: int = 0
     text_batches: int = 0
+
+
+@contextmanager
+def progress_bars(enabled: bool) -> Iterator[None]:
+    """Within the block, transformers' progress bars ("Loading weights") are on only if ``enabled``;
+    the previous setting is restored afterwards. ``enabled=True`` leaves the setting as it is."""
+    if enabled:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
 
 
 def resolve_device(device: str | None = None) -> Any:
@@ -213,6 +245,18 @@ class HFFrameTextEncoder:
     # --- loading ---------------------------------------------------------------------------
 
     @classmethod
+    def _config(cls, source: str, family_check: Any, **common: Any) -> Any:
+        """The checkpoint's config, built from its dict by the family's config class (see the module doc)."""
+        from transformers import PretrainedConfig
+        from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+
+        config_dict, _ = PretrainedConfig.get_config_dict(source, **common)
+        family = config_dict.get("model_type")
+        family_check(family)
+        # what AutoConfig.from_pretrained -> from_dict does, less the log line that builds a default config
+        return CONFIG_MAPPING[family](**{**config_dict, "name_or_path": source})
+
+    @classmethod
     def from_pretrained(
         cls,
         id_or_path: str | Path,
@@ -224,10 +268,31 @@ class HFFrameTextEncoder:
         batch_size: int = 32,
         text_batch_size: int = 256,
         name: str | None = None,
+        progress: bool = True,
     ) -> HFFrameTextEncoder:
-        """Load a checkpoint (hub id or folder). Raises :class:`EncoderLoadError` naming it and the reason."""
+        """Load a checkpoint (hub id or folder). Raises :class:`EncoderLoadError` naming it and the reason.
+
+        ``progress=False`` hides transformers' weight-loading bars (see the module doc)."""
+        with progress_bars(progress):
+            return cls._load(id_or_path, device=device, dtype=dtype, revision=revision,
+                             trust_remote_code=trust_remote_code, batch_size=batch_size,
+                             text_batch_size=text_batch_size, name=name)
+
+    @classmethod
+    def _load(
+        cls,
+        id_or_path: str | Path,
+        *,
+        device: str | None,
+        dtype: str | Any | None,
+        revision: str | None,
+        trust_remote_code: bool,
+        batch_size: int,
+        text_batch_size: int,
+        name: str | None,
+    ) -> HFFrameTextEncoder:
         try:
-            from transformers import AutoConfig, AutoImageProcessor, AutoModel, AutoTokenizer
+            from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
         except ImportError as exc:  # pragma: no cover - depends on the installation
             raise EncoderLoadError(
                 f"loading {id_or_path}: transformers and torch are needed (pip install 'tempcore[hf]'): {exc}"
@@ -237,19 +302,23 @@ class HFFrameTextEncoder:
         local = Path(ident).expanduser()
         source = str(local) if local.is_dir() else ident
         common = {"revision": revision, "trust_remote_code": trust_remote_code}
+
+        def supported(family: Any) -> None:
+            if family not in FAMILIES:
+                raise UnsupportedEncoderError(
+                    f"encoder {ident}: model_type {family!r} is not supported (supported: {', '.join(FAMILIES)})"
+                )
+
         try:
-            config = AutoConfig.from_pretrained(source, **common)
-        except (OSError, ValueError) as exc:
+            config = cls._config(source, supported, **common)
+        except (OSError, ValueError, TypeError) as exc:
             raise EncoderLoadError(f"encoder {ident}: cannot read its config: {exc}") from exc
-        family = getattr(config, "model_type", None)
-        if family not in FAMILIES:
-            raise UnsupportedEncoderError(
-                f"encoder {ident}: model_type {family!r} is not supported (supported: {', '.join(FAMILIES)})"
-            )
+        family = config.model_type
         torch_device = resolve_device(device)
         torch_dtype = resolve_dtype(dtype, torch_device)
         try:
-            model = AutoModel.from_pretrained(source, use_safetensors=True, dtype=torch_dtype, **common)
+            model = AutoModel.from_pretrained(source, config=config, use_safetensors=True, dtype=torch_dtype,
+                                              **common)
         except (OSError, ValueError) as exc:
             raise EncoderLoadError(
                 f"encoder {ident}: cannot load safetensors weights (only safetensors are loaded): {exc}"
@@ -258,8 +327,8 @@ class HFFrameTextEncoder:
             raise UnsupportedEncoderError(f"encoder {ident}: {type(model).__name__} is not a dual encoder")
         model = model.to(torch_device).eval()
         try:
-            tokenizer = AutoTokenizer.from_pretrained(source, **common)
-            image_processor = AutoImageProcessor.from_pretrained(source, **common)
+            tokenizer = AutoTokenizer.from_pretrained(source, config=config, **common)
+            image_processor = AutoImageProcessor.from_pretrained(source, config=config, **common)
         except (OSError, ValueError, ImportError) as exc:
             raise EncoderLoadError(
                 f"encoder {ident}: cannot load its tokenizer / image processor: {exc}"

@@ -9,7 +9,9 @@ Choices:
   counts are stated in :attr:`BrowserData.notes` and on the page. Rows are ordered by benchmark,
   then sample id.
 * **Answers.** One cell per (model, condition); a condition is the prediction's ``condition`` key
-  (built from its columns when the table has none). The window oracle's per-window rows collapse
+  (built from its columns when the table has none), shown by a readable label
+  (:func:`tempcore.report.format.condition_labels`, e.g. ``MaxProb · QA · K=8 · rotation 1``) with
+  the key itself as the row's tooltip (``title``). The window oracle's per-window rows collapse
   into one ``oracle`` cell that is correct when any window is, with ``"c of n windows correct"``.
   Responses are cut to ``max_response_chars`` characters (marked with an ellipsis).
 * **Frames.** The MaxProb / MinProb rows of the diagnosis' FSS mode (and its ``k`` / ``encoder``
@@ -146,6 +148,11 @@ def answer_cells(rows: Sequence[Mapping[str, Any]], max_response_chars: int = 30
             "parse_error": bool(r.get("parse_error") or 0),
             "response": _short(r.get("response"), max_response_chars),
         }
+    from tempcore.report.format import condition_labels
+
+    labels = condition_labels(sorted({c["condition"] for c in cells.values()}))
+    for c in cells.values():
+        c["condition_label"] = labels[c["condition"]]
     return sorted(cells.values(), key=lambda c: (_strategy_rank(c["condition"]), c["model"]))
 
 

@@ -15,6 +15,10 @@ Choices:
 * Oracle gap by FSS bin: every distinct FSS value is a bin with hard scoring (FSS takes the values
   j/|M|, the paper's quantisation); with soft or circular scoring, bins of width 0.1.
 * The MaxProb vs MinProb bars show the model-average rows (Fig. 2) and, second, every model.
+* Option rotations in the accuracy table: the rows of one (benchmark, model, condition) that differ
+  only in ``rotation`` and have identical figures (n, correct, incomplete, parse errors) — a model
+  whose answers do not depend on the order of the options — are shown once, with ``rotation``
+  reading e.g. ``0-3 (same)``, and a note says how many were merged. Rows that differ stay apart.
 """
 
 from __future__ import annotations
@@ -235,7 +239,7 @@ def _catalogue() -> list[tuple[str, str, str, Needs, Run]]:
         (profiles, "lis_fss_spearman", "LIS–FSS Spearman correlation (§7.1)", lambda c: None,
          lambda c: an.lis_fss_spearman(c.diagnosis)),
         (accuracy, "accuracy", "Accuracy per model x condition with Wilson 95% intervals", lambda c: None,
-         lambda c: acc.accuracy_table(c.table, models=c.models)),
+         lambda c: collapse_rotations(acc.accuracy_table(c.table, models=c.models))),
         (accuracy, "maxprob_vs_minprob", "MaxProb vs MinProb (Fig. 2, Table 21)", fss_pairs,
          lambda c: an.maxprob_vs_minprob(c.enc, mode=c.fss_mode, filters=c.score_filters, models=c.models, **b(c))),
         (accuracy, "q_vs_qa_maxprob", "MaxProb accuracy, Q-mode vs QA-mode (Tables 1, 20)",
@@ -319,6 +323,42 @@ def run_analyses(ctx: Context) -> dict[str, TableItem]:
             continue
         out[key] = TableItem(key, title, table=table)
     return out
+
+
+def collapse_rotations(result: Any) -> Any:
+    """The accuracy table with identical per-rotation rows merged (see the module doc); unchanged
+    when the table has no ``rotation`` column or nothing to merge."""
+    if "rotation" not in result.columns:
+        return result
+    figures = [c for c in result.columns if c != "rotation" and c not in ("accuracy", "ci_low", "ci_high")]
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in result.rows:
+        groups.setdefault(tuple(str(row.get(c)) for c in figures), []).append(row)
+    merged = 0
+    rows = []
+    seen: set[int] = set()
+    for row in result.rows:
+        same = groups[tuple(str(row.get(c)) for c in figures)]
+        if id(same[0]) in seen:
+            continue
+        seen.add(id(same[0]))
+        rotations = sorted({r.get("rotation") for r in same}, key=lambda v: (v is None, v if v is not None else 0))
+        if len(same) > 1 and len(rotations) == len(same):
+            merged += 1
+            ints = all(isinstance(r, int) for r in rotations)
+            if ints and rotations == list(range(rotations[0], rotations[-1] + 1)):
+                span = f"{rotations[0]}-{rotations[-1]}"
+            else:
+                span = ",".join(str(r) for r in rotations)
+            rows.append({**same[0], "rotation": f"{span} (same)"})
+        else:
+            rows.extend(same)
+    if not merged:
+        return result
+    result.rows = rows
+    result.notes = [*result.notes, f"{merged} model x condition group(s) have identical figures under every option "
+                    "rotation and are shown once (rotation 'a-b (same)')"]
+    return result
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -443,9 +483,10 @@ def build_report(
     Samples): the browser shows their questions and options, and their videos (resolved against
     ``video_roots[name]``, else the LoadResult's root) give the frame thumbnails.
     """
-    from tempcore.diagnostics import EncodedPredictions, diagnose
+    from tempcore.diagnostics import EncodedPredictions, diagnose, prepare_table
     from tempcore.report.browser import build_browser
 
+    table = prepare_table(table)
     enc = EncodedPredictions.from_table(table)
     filters = {"k": k, "encoder": encoder}
     diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,

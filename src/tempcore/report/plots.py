@@ -45,6 +45,8 @@ CATEGORY_LABELS = {
 }
 
 _W, _H = 420, 260
+_CHAR_PX = 6.0  # width of a character of the 10 px sans-serif labels, a generous estimate
+_LABEL_CHARS = 40
 _M = {"left": 48, "right": 12, "top": 30, "bottom": 42}
 
 
@@ -320,17 +322,31 @@ def grouped_bars(
     top = max(values + highs + [0.0])
     lo, hi = y_range if y_range is not None else (min(0.0, *values) if values else 0.0, top if top > 0 else 1.0)
     yticks = nice_ticks(lo, hi)
-    width = max(_W, 60 + 28 * max(len(groups), 1) * max(len(series), 1))
-    ax = _Axes((0.0, float(max(len(groups), 1))), (min(lo, yticks[0]), max(hi, yticks[-1])), width, _H + 30)
-    ax.bottom = ax.height - 62
+    # Group labels are rotated 30 degrees and end under their cluster: the margins below and to the
+    # left grow with the longest label (at most _LABEL_CHARS characters; longer ones are cut with an
+    # ellipsis and keep their full text as a tooltip), so no label is clipped by the picture's edge.
+    shown = [g if len(g) <= _LABEL_CHARS else g[: _LABEL_CHARS - 1] + "\u2026" for g in map(str, groups)]
+    longest = max((len(g) for g in shown), default=0) * _CHAR_PX
+    n_groups = max(len(groups), 1)
+    cluster = 28 * max(len(series), 1)
+    width = max(_W, 60 + cluster * n_groups)
+    below = int(math.ceil(12 + longest * 0.5 + 8))
+    first_reach = (longest if not shown else len(shown[0]) * _CHAR_PX) * 0.87
+    extra_left = int(max(0.0, math.ceil(first_reach - _M["left"] - cluster / 2 + 6)))
+    plot_h = _H + 30 - 62 - _M["top"]
+    ax = _Axes((0.0, float(n_groups)), (min(lo, yticks[0]), max(hi, yticks[-1])), width + extra_left,
+               _M["top"] + plot_h + max(62, below))
+    ax.left += extra_left
+    ax.bottom = ax.top + plot_h
     body = ax.frame("", ylabel, xticks=[], yticks=yticks)
     k = max(len(series), 1)
     slot = (ax.px(1) - ax.px(0)) * 0.8 / k
     for gi, group in enumerate(groups):
         cx = ax.px(gi + 0.5)
         gy = ax.bottom + 12
-        body.append(f'<text x="{cx:.1f}" y="{gy}" text-anchor="end" transform="rotate(-30 {cx:.1f} {gy})">'
-                    f"{esc(group)}</text>")
+        tip = f"<title>{esc(group)}</title>" if shown[gi] != str(group) else ""
+        body.append(f'<text class="group-label" x="{cx:.1f}" y="{gy}" text-anchor="end" '
+                    f'transform="rotate(-30 {cx:.1f} {gy})">{tip}{esc(shown[gi])}</text>')
         for si, (name, vals) in enumerate(series.items()):
             v = vals[gi] if gi < len(vals) else None
             if v is None or math.isnan(v):

@@ -4,7 +4,10 @@ The script builds the browser from the JSON data block with ``createElement`` / 
 only (never ``innerHTML``), so no benchmark or model text can become markup; an image source is
 set only when it is a ``data:image/jpeg;base64,`` URI. Filters (category, benchmark, free text,
 page) live in the URL hash — ``report.html#filter=temporally_grounded&benchmark=nextqa&q=why&page=2``
-— so a filtered view can be bookmarked, and ``#browser-status`` states what is shown.
+— so a filtered view can be bookmarked, and ``#browser-status`` states what is shown. ``filter``
+takes a category of the taxonomy, ``temporally_sensitive``, or an FSS category (``key``,
+``non_key``, ``anti_key``); a value the page does not know (or an unknown benchmark) matches no
+sample and the status line names it. A link with a filter scrolls to the browser.
 """
 
 CSS = """
@@ -91,8 +94,12 @@ JS = r"""
   benches.sort();
   option(benchSel, "all", "all benchmarks");
   benches.forEach(function (b) { option(benchSel, b, b); });
-  ["all", "temporally_sensitive", "temporally_grounded", "visual_bias", "frame_agnostic", "trivial",
-   "incomplete"].forEach(function (c) { option(catSel, c, LABELS[c]); });
+  var CATEGORIES = ["all", "temporally_sensitive", "temporally_grounded", "visual_bias", "frame_agnostic",
+                    "trivial", "incomplete", "key", "non_key", "anti_key"];
+  var FSS_CATEGORIES = ["key", "non_key", "anti_key"];
+  CATEGORIES.forEach(function (c) {
+    option(catSel, c, FSS_CATEGORIES.indexOf(c) >= 0 ? LABELS[c] + " (FSS)" : LABELS[c]);
+  });
 
   function parseHash() {
     var out = {};
@@ -105,13 +112,23 @@ JS = r"""
     });
     return out;
   }
+  // A filter value the page does not know matches nothing, and the status line says so (it never
+  // falls back to showing everything).
   function current() {
     var h = parseHash();
+    var unknown = [];
     var cat = h.filter || h.category || "all";
-    if (!LABELS.hasOwnProperty(cat) || cat === "key" || cat === "non_key" || cat === "anti_key") { cat = "all"; }
-    var bench = h.benchmark && benches.indexOf(h.benchmark) >= 0 ? h.benchmark : "all";
+    if (CATEGORIES.indexOf(cat) < 0) {
+      unknown.push("category \u201c" + cat + "\u201d is not one of " + CATEGORIES.join(", "));
+      cat = "all";
+    }
+    var bench = h.benchmark || "all";
+    if (bench !== "all" && benches.indexOf(bench) < 0) {
+      unknown.push("benchmark \u201c" + bench + "\u201d is not in the browser (" + benches.join(", ") + ")");
+      bench = "all";
+    }
     var page = Math.max(1, parseInt(h.page || "1", 10) || 1);
-    return {category: cat, benchmark: bench, q: h.q || "", page: page};
+    return {category: cat, benchmark: bench, q: h.q || "", page: page, unknown: unknown};
   }
   function writeHash(f) {
     var parts = [];
@@ -124,7 +141,10 @@ JS = r"""
     else { location.hash = hash; }
   }
   function matches(r, f) {
-    if (f.category === "temporally_sensitive") {
+    if (f.unknown && f.unknown.length) { return false; }
+    if (FSS_CATEGORIES.indexOf(f.category) >= 0) {
+      if (r.fss_category !== f.category) { return false; }
+    } else if (f.category === "temporally_sensitive") {
       if (r.category !== "temporally_grounded" && r.category !== "visual_bias") { return false; }
     } else if (f.category !== "all" && r.category !== f.category) { return false; }
     if (f.benchmark !== "all" && r.benchmark !== f.benchmark) { return false; }
@@ -136,11 +156,12 @@ JS = r"""
   }
 
   function answersTable(r) {
-    var models = [], conds = [], cells = {};
+    var models = [], conds = [], cells = {}, labels = {};
     (r.cells || []).forEach(function (c) {
       if (models.indexOf(c.model) < 0) { models.push(c.model); }
       if (conds.indexOf(c.condition) < 0) { conds.push(c.condition); }
       cells[c.condition + "\u0000" + c.model] = c;
+      labels[c.condition] = c.condition_label || c.condition;
     });
     models.sort();
     var t = el("table", "answers");
@@ -150,7 +171,10 @@ JS = r"""
     t.appendChild(head);
     conds.forEach(function (cond) {
       var tr = el("tr");
-      tr.appendChild(el("th", "cond", cond));
+      var th = el("th", "cond", labels[cond]);
+      th.title = cond;
+      th.setAttribute("data-condition", cond);
+      tr.appendChild(th);
       models.forEach(function (m) {
         var c = cells[cond + "\u0000" + m];
         if (!c) { tr.appendChild(el("td", "none", "\u00b7")); return; }
@@ -237,7 +261,7 @@ JS = r"""
     shown.forEach(function (r) { list.appendChild(card(r)); });
     var text = hits.length
       ? "Showing " + (first + 1) + "\u2013" + (first + shown.length) + " of " + hits.length + " matching samples"
-      : "No sample matches";
+      : "No sample matches" + (f.unknown.length ? ": the link's " + f.unknown.join("; and its ") : "");
     text += " (category: " + LABELS[f.category] + "; benchmark: " + f.benchmark + (f.q ? "; text: " + f.q : "") +
             "; " + rows.length + " samples in the browser)";
     status.textContent = text;
@@ -245,6 +269,7 @@ JS = r"""
     status.setAttribute("data-shown", String(shown.length));
     status.setAttribute("data-filter", f.category);
     status.setAttribute("data-benchmark", f.benchmark);
+    status.setAttribute("data-unknown", String(f.unknown.length));
     while (pager.firstChild) { pager.removeChild(pager.firstChild); }
     if (pages > 1) {
       var prev = el("button", null, "\u2190 previous"); prev.disabled = page <= 1;
@@ -261,7 +286,15 @@ JS = r"""
   catSel.addEventListener("change", fromControls);
   benchSel.addEventListener("change", fromControls);
   search.addEventListener("input", fromControls);
-  window.addEventListener("hashchange", render);
+  // A link with a filter opens at the browser, not at the top of the report.
+  function toBrowser() {
+    if (!location.hash || location.hash === "#" || location.hash === "#browser") { return; }
+    var section = document.getElementById("browser");
+    if (section && section.scrollIntoView) { section.scrollIntoView(); }
+    status.setAttribute("data-scrolled", String(Math.round(window.pageYOffset || 0)));
+  }
+  window.addEventListener("hashchange", function () { render(); toBrowser(); });
   render();
+  toBrowser();
 })();
 """
