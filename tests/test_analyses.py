@@ -457,3 +457,35 @@ def test_missing_condition_is_an_error_not_an_empty_table():
         A.strategy_baselines(world())
     with pytest.raises(A.AnalysisError, match="unknown model"):
         A.uniform_vs_oracle(world(), models=["nobody"])
+
+
+def test_q_vs_qa_on_a_table_with_a_k_ablation_uses_the_shared_k():
+    # Q-mode MaxProb at K = 16, 32, 48 (the Table 12 ablation), QA-mode at K = 32 only; one model, 4 samples.
+    #   q  K=16 [0,0,0,0]  K=32 [1,0,1,0]  K=48 [1,1,1,1]      qa K=32 [1,1,1,0]
+    # The shared K is 32: acc_q = .5, acc_qa = .75, Delta = .25 (pooling every K would give acc_q = .5 too,
+    # but the n would be 12; per-K the figures differ, so the test sees which K was used).
+    q = {16: [0, 0, 0, 0], 32: [1, 0, 1, 0], 48: [1, 1, 1, 1]}
+    rows = [row(f"s{i}", "m", "maxprob", c, mode="q", k=k) for k, cs in q.items() for i, c in enumerate(cs)]
+    rows += [row(f"s{i}", "m", "maxprob", c, mode="qa", k=32) for i, c in enumerate([1, 1, 1, 0])]
+    res = A.q_vs_qa_maxprob(tbl(rows), groups=None)
+    m = res.where(model="m", level="model")[0]
+    assert (m["n"], m["acc_q"], m["acc_qa"], m["qa_minus_q"]) == (4, 0.5, 0.75, 0.25)
+    assert res.meta["k"] == 32 and res.meta["k_choice"] == "shared"
+    assert res.notes[0] == "K = 32: the frame budget shared by the Q- and QA-mode MaxProb rows"
+    assert "k=32" in res.meta["conditions"]["q"]
+    # Given K wins and is said to be given (here the only QA K, so Q at 32 as well).
+    given = A.q_vs_qa_maxprob(tbl(rows), groups=None, filters={"k": 32})
+    assert given.meta["k_choice"] == "given" and given.rows == res.rows
+    # QA also at 16: two shared K -> an error listing them and each mode's K.
+    both = rows + [row(f"s{i}", "m", "maxprob", 1, mode="qa", k=16) for i in range(4)]
+    with pytest.raises(A.AnalysisError, match=r"share several K \[16, 32\].*q-mode has K \[16, 32, 48\]; "
+                                              r"qa-mode has K \[16, 32\]"):
+        A.q_vs_qa_maxprob(tbl(both), groups=None)
+    assert A.q_vs_qa_maxprob(tbl(both), groups=None, filters={"k": 16}).rows[0]["acc_qa"] == 1.0
+    # No shared K: Q at 16 only, QA at 32 only -> never a comparison across budgets.
+    apart = [r for r in rows if r["mode"] == "qa" or r["k"] == 16]
+    with pytest.raises(A.AnalysisError, match=r"no frame budget K is shared.*q-mode has K \[16\]; qa-mode has K \[32\]"):
+        A.q_vs_qa_maxprob(tbl(apart), groups=None)
+    # A mode without rows is still reported as the missing condition.
+    with pytest.raises(A.AnalysisError, match="no predictions for condition 'maxprob mode=qa"):
+        A.q_vs_qa_maxprob(tbl([r for r in rows if r["mode"] == "q" and r["k"] == 32]), groups=None)

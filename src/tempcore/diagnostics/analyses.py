@@ -299,6 +299,43 @@ def _group_rows(
 # --- §5: does frame selection work? ------------------------------------------------------------
 
 
+def _distinct(enc: EncodedPredictions, mask: np.ndarray, column: str) -> list[Any]:
+    """The distinct non-null values of ``column`` among the masked rows, sorted."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column not in enc.table.column_names:
+        return []
+    col = enc.table.column(column).take(pa.array(np.flatnonzero(mask)))
+    return sorted(pc.unique(col).drop_null().to_pylist(), key=lambda v: (str(type(v)), v))
+
+
+def shared_k(
+    enc: EncodedPredictions, strategy: str, modes: Sequence[str], filters: Mapping[str, Any]
+) -> int | None:
+    """The one frame budget K shared by the ``strategy`` rows of every mode in ``modes``.
+
+    The paper compares conditions at its one K (K = 32 throughout, §4.1; the K ablation of Table 12
+    is Q-mode MaxProb only). On a table that also holds a K ablation the K of the comparison is
+    the one K that every compared mode has; several shared K, or none, is an :class:`AnalysisError`
+    listing the K values of each mode (choose one with ``filters={"k": ...}`` / ``--k``). ``None``
+    when a mode has no such rows at all (the comparison then reports the missing condition).
+    """
+    per_mode = {m: _distinct(enc, enc.rows(strategy, m, filters), "k") for m in modes}
+    if not all(per_mode.values()):
+        return None
+    common = sorted(set.intersection(*(set(v) for v in per_mode.values()))) if per_mode else []
+    have = "; ".join(f"{m}-mode has K {v}" for m, v in per_mode.items())
+    if len(common) == 1:
+        return int(common[0])
+    if not common:
+        raise AnalysisError(f"{strategy}: no frame budget K is shared by the {'/'.join(modes)}-mode rows ({have})")
+    raise AnalysisError(
+        f"{strategy}: the {'/'.join(modes)}-mode rows share several K {common} ({have}); choose one "
+        f"(e.g. --k {32 if 32 in common else common[0]})"
+    )
+
+
 def q_vs_qa_maxprob(
     table: Any,
     *,
@@ -313,13 +350,32 @@ def q_vs_qa_maxprob(
 
     ``qa_minus_q`` is the paper's Delta = QA-mode - Q-mode. Model-average rows give Table 1,
     per-model rows Table 20. ``filters`` pins e.g. ``{"k": 32, "encoder": "siglip2"}``.
+
+    K: both modes at the same frame budget, the paper's one K. Unless ``filters`` pins ``k``, the
+    K is the one shared by the Q- and the QA-mode MaxProb rows (:func:`shared_k`), so a table that
+    also holds a Q-mode K ablation (Table 12) still gives this table; several shared K, or none,
+    is an error listing each mode's K. The K used and how it was chosen are in the notes and in
+    ``meta["k"]`` / ``meta["k_choice"]`` (``"given"`` or ``"shared"``).
     """
+    enc = _encode(table)
     f = dict(filters or {})
-    return compare_conditions(
-        table, [Cond("maxprob", "q", f, "q"), Cond("maxprob", "qa", f, "qa")], [("q", "qa")],
+    if f.get("k") is None:
+        f["k"] = shared_k(enc, "maxprob", ("q", "qa"), f)
+        how = "shared"
+        note = f"K = {f['k']}: the frame budget shared by the Q- and QA-mode MaxProb rows"
+        if f["k"] is None:
+            del f["k"]
+    else:
+        how = "given"
+        note = f"K = {f['k']} (given)"
+    res = compare_conditions(
+        enc, [Cond("maxprob", "q", f, "q"), Cond("maxprob", "qa", f, "qa")], [("q", "qa")],
         models=models, benchmarks=benchmarks, groups=groups, n_boot=n_boot, seed=seed,
         name="q_vs_qa_maxprob", title="MaxProb accuracy, Q-mode vs QA-mode (Tables 1, 20)",
     )
+    res.notes.insert(0, note)
+    res.meta.update(k=f["k"], k_choice=how)
+    return res
 
 
 def maxprob_vs_minprob(
@@ -1328,6 +1384,7 @@ __all__ = [
     "q_vs_qa_maxprob",
     "same_backbone_control",
     "sample_oracle_gaps",
+    "shared_k",
     "strategy_baselines",
     "text_only_probe",
     "threshold_sweep",
