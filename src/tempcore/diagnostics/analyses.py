@@ -776,64 +776,167 @@ def oracle_gap_vs_abs_fss(
     )
 
 
+#: How :func:`correct_window_centroids` learns a sample's length L (see its docstring).
+CENTROID_LENGTHS = ("n_frames", "oracle_windows")
+
+
+def _json_indices(text: Any) -> list[int] | None:
+    import json
+
+    if text is None:
+        return None
+    try:
+        values = json.loads(text) if isinstance(text, str) else list(text)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return values
+
+
 def correct_window_centroids(
     table: Any,
     diagnosis: Any,
     *,
     oracle: Cond | None = None,
     models: Sequence[str] | None = None,
+    n_frames: Mapping[Any, int] | None = None,
+    length: str = "n_frames",
 ) -> ResultTable:
-    """Table 7: where the correctly answered oracle windows sit, by FSS category.
+    """Table 7: where in the video the correctly answered oracle windows sit, by FSS category.
 
-    Window position: the centre of window w of a sample with W windows is ``(w + 0.5) / W`` (the
-    windows are equally spaced over the video; W = 1 + the largest window index among the sample's
-    oracle rows). A sample's centroid is the mean position of its correctly answered (model,
-    window) pairs; samples with no correct window are counted in ``no_correct_window``. Per
-    benchmark and category: the fractions of centroids in Begin [0, 1/3), Middle [1/3, 2/3),
+    The paper: "Distribution of correct-window centroids across video thirds (Begin: [0,1/3),
+    Middle: [1/3,2/3), End: [2/3,1]). Std is the standard deviation of centroid position". So
+    positions are positions in the video (or the sample's segment), from the frames each window
+    row really showed (``frame_indices``), never from the window's rank among the windows (the
+    window layout starts at frame 0, aligns the last window to the end and subsamples between,
+    so ranks are not evenly spaced positions). Choices:
+
+    * Frame i of a video of L decoded frames sits at ``(i + 0.5) / L``, the centre of its 1/L
+      slot (so L equal windows tiling the video have centres ``(w + 0.5) / W``). A window's
+      position is the mean position of its frames; a sample's centroid is the mean position of
+      its correctly answered (model, window) pairs. Indices are those of the FrameSet: decoded
+      frames of the sample's video, or of its segment when it has start / end, at the run's fps.
+    * L, the number of decoded frames of the sample's video or segment at the run's fps:
+      ``length="n_frames"`` (default) reads it from ``n_frames`` (a mapping ``(benchmark,
+      sample_id)`` or ``sample_id`` -> L) or, when not given, from the table's ``n_frames`` column
+      (:func:`frame_counts_from_table`); a table without that column is an :class:`AnalysisError`
+      naming it, never a fallback to assumed positions. ``length="oracle_windows"`` derives L as
+      1 + the largest frame index among the sample's oracle rows: exact for tempcore's window
+      layout, whose last window ends on the last frame (:mod:`tempcore.selection.windows`), and
+      named in the notes; use it only for tables made that way.
+    * A window row needs its ``frame_indices`` (the column missing is an error naming it); a
+      frame index outside ``[0, L)`` is an error (L and the frames disagree). Samples whose L or
+      whose correct windows' frames are unknown are left out and counted (``no_length``,
+      ``no_frames`` in ``meta`` and the notes); samples with no correct window are counted in
+      ``no_correct_window``.
+
+    Per benchmark and category: the fractions of centroids in Begin [0, 1/3), Middle [1/3, 2/3),
     End [2/3, 1], and the centroids' mean and standard deviation (population SD).
     """
+    if length not in CENTROID_LENGTHS:
+        raise AnalysisError(f"unknown length {length!r}; choose one of {', '.join(CENTROID_LENGTHS)}")
     enc = _encode(table)
     cond = oracle or Cond("oracle")
     mask = enc.rows(cond.strategy, cond.mode, dict(cond.filters))
     enc.check_unambiguous(mask, cond.describe(), dict(cond.filters))
+    if "frame_indices" not in enc.table.column_names:
+        raise AnalysisError(
+            "correct-window centroids need each window's frames: the predictions have no 'frame_indices' column"
+        )
+    if length == "n_frames" and n_frames is None:
+        if "n_frames" not in enc.table.column_names:
+            raise AnalysisError(
+                "correct-window centroids need each sample's length L (decoded frames of its video or segment): "
+                "the predictions have no 'n_frames' column (pass n_frames=..., or length='oracle_windows' to "
+                "take L from the last frame of tempcore's oracle windows)"
+            )
+        n_frames = frame_counts_from_table(enc)
     allowed = np.zeros(len(enc.models), dtype=bool)
     allowed[_model_columns(enc, models)] = True
     rows_all = np.flatnonzero(mask & (enc.rotations() == 0) & allowed[enc.model_code])
-    window = enc.table.column("window").to_numpy(zero_copy_only=False).astype(np.float64)[rows_all]
-    if np.isnan(window).any():
-        raise AnalysisError("oracle rows without a window index")
-    window = window.astype(np.int64)
     sample = enc.sample_code[rows_all]
-    n_windows = np.zeros(enc.n_samples, dtype=np.int64)
-    np.maximum.at(n_windows, sample, window + 1)
     correct = enc.table.column("correct").to_numpy(zero_copy_only=False)[rows_all].astype(bool)
-    pos = (window[correct] + 0.5) / n_windows[sample[correct]]
-    total = np.bincount(sample[correct], weights=pos, minlength=enc.n_samples)
-    count = np.bincount(sample[correct], minlength=enc.n_samples)
+    frames_col = enc.table.column("frame_indices")
+    indices: dict[int, list[int] | None] = {}  # per oracle row used
+    wanted = rows_all if length == "oracle_windows" else rows_all[correct]
+    import pyarrow as pa
+
+    for r, text in zip(wanted.tolist(), frames_col.take(pa.array(wanted, type=pa.int64())).to_pylist()):
+        indices[r] = _json_indices(text)
+    L = np.full(enc.n_samples, np.nan)
+    if length == "n_frames":
+        assert n_frames is not None
+        for i, (b, sid) in enumerate(zip(enc.sample_benchmark, enc.sample_id)):
+            v = n_frames.get((str(b), str(sid)), n_frames.get(str(sid)))
+            if v is not None:
+                if int(v) <= 0:
+                    raise AnalysisError(f"sample {sid!r} of {b!r}: n_frames must be positive, not {v!r}")
+                L[i] = float(v)
+    else:
+        last = np.full(enc.n_samples, -1, dtype=np.int64)
+        for r, idx in indices.items():
+            s = enc.sample_code[r]
+            if idx:
+                last[s] = max(last[s], max(idx))
+        L[last >= 0] = (last[last >= 0] + 1).astype(np.float64)
+    total = np.zeros(enc.n_samples)
+    count = np.zeros(enc.n_samples, dtype=np.int64)
+    no_frames = np.zeros(enc.n_samples, dtype=bool)
+    for r in rows_all[correct].tolist():
+        s = int(enc.sample_code[r])
+        idx = indices.get(r)
+        if not idx:
+            no_frames[s] = True
+            continue
+        if np.isnan(L[s]):
+            continue
+        if min(idx) < 0 or max(idx) >= L[s]:
+            raise AnalysisError(
+                f"sample {enc.sample_id[s]!r} of {enc.sample_benchmark[s]!r}: oracle window shows frame(s) "
+                f"{[i for i in idx if not 0 <= i < L[s]]} outside its {int(L[s])} frames"
+            )
+        total[s] += (np.mean(idx) + 0.5) / L[s]
+        count[s] += 1
     has_rows = np.bincount(sample, minlength=enc.n_samples) > 0
+    has_correct = np.bincount(sample[correct], minlength=enc.n_samples) > 0
+    no_length = has_correct & np.isnan(L)
+    placed = has_correct & ~no_length & ~no_frames
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroid = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        centroid = np.where(placed, total / np.maximum(count, 1), np.nan)
     _, cat = _aligned(enc, diagnosis)
     bench = np.array(enc.sample_benchmark, dtype=object)
     rows = []
+    meta: dict[str, Any] = {"length": length, "no_length": {}, "no_frames": {}}
     for b in sorted(set(bench[has_rows])):
+        in_b = (bench == b) & has_rows
+        meta["no_length"][b] = int((in_b & no_length).sum())
+        meta["no_frames"][b] = int((in_b & no_frames & ~no_length).sum())
         for c in (*FSS_CATEGORIES, INCOMPLETE):
-            sel = (bench == b) & (cat == c) & has_rows
+            sel = in_b & (cat == c)
             if not sel.any():
                 continue
-            cen = centroid[sel & (count > 0)]
+            cen = centroid[sel & placed]
             n = int(cen.size)
-            row = {"benchmark": b, "fss_category": c, "n": n, "no_correct_window": int(sel.sum()) - n,
+            row = {"benchmark": b, "fss_category": c, "n": n, "no_correct_window": int((sel & ~has_correct).sum()),
                    "begin": None, "middle": None, "end": None, "mean": None, "std": None}
             if n:
                 row.update(begin=float((cen < 1 / 3).mean()), middle=float(((cen >= 1 / 3) & (cen < 2 / 3)).mean()),
                            end=float((cen >= 2 / 3).mean()), mean=float(cen.mean()), std=float(cen.std()))
             rows.append(row)
+    source = ("L from the n_frames column" if length == "n_frames" else
+              "L = 1 + the last frame index of the sample's oracle windows (tempcore's layout ends on the last frame)")
+    notes = [f"position of frame i = (i + 0.5) / L, {source}; window = mean of its frames; "
+             "thirds: Begin [0,1/3), Middle [1/3,2/3), End [2/3,1]"]
+    left_out = {k: sum(v.values()) for k, v in (("no_length", meta["no_length"]), ("no_frames", meta["no_frames"]))}
+    if left_out["no_length"]:
+        notes.append(f"{left_out['no_length']} sample(s) with correct windows but no L left out (no_length)")
+    if left_out["no_frames"]:
+        notes.append(f"{left_out['no_frames']} sample(s) with a correct window without frame_indices left out")
     return ResultTable(
         "correct_window_centroids", "Correct-window centroids by FSS category (Table 7)",
         ["benchmark", "fss_category", "n", "no_correct_window", "begin", "middle", "end", "mean", "std"], rows,
-        notes=["window centre = (w + 0.5) / W; thirds: Begin [0,1/3), Middle [1/3,2/3), End [2/3,1]"],
-        percent=("begin", "middle", "end"),
+        notes=notes, percent=("begin", "middle", "end"), meta=meta,
     )
 
 
@@ -1350,6 +1453,7 @@ def same_backbone_control(
 
 
 __all__ = [
+    "CENTROID_LENGTHS",
     "DEFAULT_COVERAGE_EDGES",
     "DEFAULT_GROUPS",
     "DEFAULT_LAMBDAS",
