@@ -594,3 +594,45 @@ def test_q_vs_qa_on_a_table_with_a_k_ablation_uses_the_shared_k():
     # A mode without rows is still reported as the missing condition.
     with pytest.raises(A.AnalysisError, match="no predictions for condition 'maxprob mode=qa"):
         A.q_vs_qa_maxprob(tbl([r for r in rows if r["mode"] == "q" and r["k"] == 32]), groups=None)
+
+
+def test_table14_from_a_table_that_holds_n_frames():
+    # 6 samples, 2 VLMs (MaxProb / MinProb QA-mode at K = 32, no-frame), L in the n_frames column.
+    #   sample  L     K/L     bin         MaxProb  MinProb  FSS
+    #   a       1000  .032    <0.10       [1, 1]   [0, 0]    1
+    #   b       400   .08     <0.10       [1, 0]   [1, 0]    0
+    #   c       320   .10     0.10-0.25   [1, 1]   [0, 1]   .5    (on an edge: the bin above)
+    #   d       200   .16     0.10-0.25   [0, 0]   [1, 1]   -1
+    #   e       64    .50     0.50-1.00   [1, 0]   [0, 0]   .5
+    #   f       16    2.0     >=1.00      [0, 1]   [0, 1]    0    (fewer frames than K)
+    # mean |FSS|: <0.10 (1 + 0) / 2 = .5; 0.10-0.25 (.5 + 1) / 2 = .75; 0.50-1.00 .5; >=1.00 0.
+    spec = {"a": (1000, [1, 1], [0, 0]), "b": (400, [1, 0], [1, 0]), "c": (320, [1, 1], [0, 1]),
+            "d": (200, [0, 0], [1, 1]), "e": (64, [1, 0], [0, 0]), "f": (16, [0, 1], [0, 1])}
+    rows = []
+    for sid, (L, plus, minus) in spec.items():
+        for j in range(2):
+            for strategy, c, mode in (("maxprob", plus[j], "qa"), ("minprob", minus[j], "qa"), ("noframe", 0, "none")):
+                rows.append(row(sid, f"m{j}", strategy, c, mode=mode, n_frames=L))
+    t = tbl(rows)
+    d = diagnose(t)
+    res = A.frame_coverage(t, d)
+    got = {r["coverage"]: (r["n"], r["mean_abs_fss"]) for r in res.rows}
+    assert got == {"<0.10": (2, 0.5), "0.10-0.25": (2, 0.75), "0.50-1.00": (1, 0.5), ">=1.00": (1, 0.0)}
+    assert res.meta["k"] == 32 and res.notes[0].startswith("K = 32 (the K of the MaxProb / MinProb qa-mode rows)")
+    assert "the paper names only '<0.10'" in res.notes[1]
+    # A naive loop: bin by K / L against the edges, mean of |FSS|.
+    fss = dict(zip(d.sample_id, d.fss))
+    naive = defaultdict(list)
+    for sid, (L, _, _) in spec.items():
+        cov = 32 / L
+        label = ("<0.10" if cov < 0.10 else "0.10-0.25" if cov < 0.25 else "0.25-0.50" if cov < 0.50 else
+                 "0.50-1.00" if cov < 1.0 else ">=1.00")
+        naive[label].append(abs(fss[sid]))
+    assert got == {b: (len(v), pytest.approx(sum(v) / len(v))) for b, v in naive.items()}
+    # Other K, edges; a table without n_frames names the column; several K must be chosen.
+    assert {r["coverage"] for r in A.frame_coverage(t, d, k=8, edges=(0.5,)).rows} == {"<0.50", ">=0.50"}
+    with pytest.raises(A.AnalysisError, match="no 'n_frames' column"):
+        A.frame_coverage(tbl([{k: v for k, v in r.items() if k != "n_frames"} for r in rows]), d)
+    more_k = tbl(rows + [row("a", "m0", "maxprob", 1, mode="qa", k=16, n_frames=1000)])
+    with pytest.raises(A.AnalysisError, match=r"K values \[16, 32\]"):
+        A.frame_coverage(more_k, d)

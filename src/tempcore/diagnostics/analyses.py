@@ -70,7 +70,9 @@ DEFAULT_GROUPS: dict[str, tuple[str, ...]] = {
     "short": ("mvbench", "nextqa", "egoschema"),
     "long": ("mlvu", "longvideobench", "videomme"),
 }
-#: K/L bin edges of Table 14 (the paper names only the "<0.10" bin; the others are our choice).
+#: K/L bin edges of Table 14. The paper names only the "<0.10" bin (and a "highest coverage bin" that
+#: only MVBench reaches); the other edges are our choice: [0, .10), [.10, .25), [.25, .50),
+#: [.50, 1.00) and [1.00, inf) -- the last holds videos with no more frames than the budget.
 DEFAULT_COVERAGE_EDGES: tuple[float, ...] = (0.10, 0.25, 0.50, 1.00)
 DEFAULT_TAUS: tuple[float, ...] = (0.0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40, 0.50)
 DEFAULT_LAMBDAS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
@@ -1076,10 +1078,18 @@ def abs_fss_by_coverage(
 ) -> ResultTable:
     """Table 14: mean |FSS| per benchmark for samples binned by frame coverage K / L.
 
+    The paper: "mean |FSS| binned by frame coverage K/L, the ratio of the frame budget to the
+    number of scored frames" (K = 32; the cell is the panel-average |FSS| of the bin's samples).
     ``n_frames`` maps ``(benchmark, sample_id)`` or ``sample_id`` to L, the number of scored
-    frames (see :func:`frame_counts_from_table`). Bins: ``[0, e0)``, ``[e0, e1)``, ...,
-    ``[e_last, inf)`` labelled ``<0.10``, ``0.10-0.25``, ..., ``>=1.00``; empty bins are absent.
-    Samples without an FSS or an L are counted in ``meta``.
+    frames: the frames decoded from the sample's video (or its segment, when it has start / end)
+    at the run's fps, which every frame was scored on (see :func:`frame_counts_from_table`). K is
+    the budget, not the frames shown, so a video shorter than K has K / L > 1.
+
+    Bins (the paper names only "< 0.10"; the others are our choice, ``edges``):
+    ``[0, e0)``, ``[e0, e1)``, ..., ``[e_last, inf)``, labelled ``<0.10``, ``0.10-0.25``, ...,
+    ``>=1.00`` with the default edges (0.10, 0.25, 0.50, 1.00); a K / L on an edge goes to the bin
+    above it. Empty bins are absent (the paper's "–"). Samples without an FSS or an L are counted
+    in ``meta`` (``no_fss``, ``no_frame_count``).
     """
     e = [float(x) for x in edges]
     if any(b <= a for a, b in zip(e, e[1:])) or any(x <= 0 for x in e):
@@ -1109,8 +1119,45 @@ def abs_fss_by_coverage(
             if in_bin.any():
                 rows.append({"benchmark": bench, "coverage": label, "n": int(in_bin.sum()),
                              "mean_abs_fss": float(np.abs(f[in_bin]).mean())})
+    spans = [f"[0, {e[0]:g})"] + [f"[{a:g}, {b:g})" for a, b in zip(e, e[1:])] + [f"[{e[-1]:g}, inf)"]
+    notes = [f"K/L bins {', '.join(spans)}; the paper names only '<0.10', the other edges are tempcore's choice"]
+    meta["edges"] = e
     return ResultTable("abs_fss_by_coverage", f"|FSS| by frame coverage K/L, K={k} (Table 14)",
-                       ["benchmark", "coverage", "n", "mean_abs_fss"], rows, percent=("mean_abs_fss",), meta=meta)
+                       ["benchmark", "coverage", "n", "mean_abs_fss"], rows, notes=notes, percent=("mean_abs_fss",),
+                       meta=meta)
+
+
+def frame_coverage(
+    table: Any,
+    diagnosis: Any,
+    *,
+    k: int | None = None,
+    edges: Sequence[float] = DEFAULT_COVERAGE_EDGES,
+) -> ResultTable:
+    """Table 14 straight from a predictions table: L from its ``n_frames`` column, K from its rows.
+
+    L per sample comes from :func:`frame_counts_from_table` (a table without ``n_frames`` is an
+    :class:`AnalysisError` naming the column). K: ``k`` if given, else the diagnosis' ``k``
+    filter, else the one K of the MaxProb / MinProb rows in the diagnosis' FSS mode (several K
+    is an error listing them). The K used is in the title, the notes and ``meta["k"]``.
+    """
+    enc = _encode(table)
+    params = getattr(diagnosis, "params", {}) or {}
+    how = "given"
+    if k is None:
+        k = (params.get("filters") or {}).get("k")
+        how = "the diagnosis' k"
+    if k is None:
+        mode = params.get("fss_mode", "qa")
+        ks = sorted(set(_distinct(enc, enc.rows("maxprob", mode), "k")) | set(_distinct(enc, enc.rows("minprob", mode),
+                                                                                          "k")))
+        if len(ks) != 1:
+            raise AnalysisError(f"MaxProb / MinProb ({mode}-mode) rows have K values {ks}; choose one (--k)")
+        k = int(ks[0])
+        how = f"the K of the MaxProb / MinProb {mode}-mode rows"
+    res = abs_fss_by_coverage(diagnosis, frame_counts_from_table(enc), k=int(k), edges=edges)
+    res.notes.insert(0, f"K = {k} ({how}); L = the n_frames column (decoded frames of the video or segment)")
+    return res
 
 
 # --- human validation (Tables 8–10, Figs. 7, 8) ------------------------------------------------
@@ -1471,6 +1518,7 @@ __all__ = [
     "encoder_comparison",
     "external_ranking_correlation",
     "frame_counts_from_table",
+    "frame_coverage",
     "human_category_tests",
     "human_metric_correlations",
     "human_scores_by_category",
