@@ -360,3 +360,21 @@ def test_chunks_with_different_dictionaries(tmp_path):
     assert back.column("benchmark").num_chunks > 1
     assert diagnose(back).samples() == diagnose(make_table(rows)).samples()
     assert accuracy_table(back).rows == accuracy_table(make_table(rows)).rows
+
+
+def test_the_left_out_probe_is_reported_by_the_contamination_probe_beside_lis():
+    """Table 15 on the issue's table: the LLM probe, left out of per-sample LIS, is what the
+    contamination probe reports (defaults: text-only = the no-frame-only models, VLMs = the panel)."""
+    from tempcore.diagnostics import analyses as A
+
+    t = make_table(probe_rows())
+    assert A.noframe_only_models(t) == ["llm"]
+    res = A.text_only_probe(t)
+    panel = res.where(level="panel")[0]
+    # On s01..s06 (the LLM's subset): VLM no-frame means .5, 1, 0, .25, 0, .25 -> 2/6;
+    # with the LLM (0, 1, 1, 0, 0, 1): 2/5, 5/5, 1/5, 1/5, 0, 2/5 -> 11/30; shift 1/30.
+    assert panel["n"] == 6 and panel["acc_panel"] == pytest.approx(1 / 3)
+    assert panel["acc_panel_plus_text"] == pytest.approx(11 / 30) and panel["shift"] == pytest.approx(1 / 30)
+    kinds = {r["model"]: r["kind"] for r in res.where(level="model")}
+    assert kinds == {"m0": "vlm", "m1": "vlm", "m2": "vlm", "m3": "vlm", "llm": "text"}
+    assert res.rows == A.text_only_probe(t, vlm_models=["m0", "m1", "m2", "m3"], text_models=["llm"]).rows

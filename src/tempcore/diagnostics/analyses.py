@@ -1397,11 +1397,25 @@ def external_ranking_correlation(
 # --- contamination probes (Tables 15, 16) ------------------------------------------------------
 
 
+def noframe_only_models(table: Any) -> list[str]:
+    """The models with no-frame rows but no MaxProb / MinProb row (any mode): text-only LLM probes.
+
+    They are outside the diagnosis' panel by default (:mod:`tempcore.diagnostics.core`): the
+    contamination probe (:func:`text_only_probe`, Table 15) is where they are reported.
+    """
+    enc = _encode(table)
+    scored = enc.rows("maxprob", None) | enc.rows("minprob", None)
+    noframe = enc.rows("noframe", None)
+    has_scored = np.bincount(enc.model_code[scored], minlength=len(enc.models)) > 0
+    has_noframe = np.bincount(enc.model_code[noframe], minlength=len(enc.models)) > 0
+    return sorted(m for j, m in enumerate(enc.models) if has_noframe[j] and not has_scored[j])
+
+
 def text_only_probe(
     table: Any,
     *,
-    vlm_models: Sequence[str],
-    text_models: Sequence[str],
+    vlm_models: Sequence[str] | None = None,
+    text_models: Sequence[str] | None = None,
     condition: Cond | None = None,
     text_condition: Cond | None = None,
     benchmarks: Sequence[str] | None = None,
@@ -1415,8 +1429,17 @@ def text_only_probe(
     all models) and the shift with a bootstrap interval over samples; ``level="model"`` rows give
     each model's accuracy on the same samples. ``condition`` defaults to ``noframe`` (any mode) for
     the VLMs; ``text_condition`` (default: the same) for the text-only models.
+
+    Default models: ``text_models`` the models with only no-frame rows
+    (:func:`noframe_only_models`, the probes the diagnosis leaves out of its LIS panel);
+    ``vlm_models`` the models with MaxProb / MinProb rows (the diagnosis' panel).
     """
     enc = _encode(table)
+    if text_models is None:
+        text_models = noframe_only_models(enc)
+    if vlm_models is None:
+        scored = enc.rows("maxprob", None) | enc.rows("minprob", None)
+        vlm_models = sorted({enc.models[j] for j in np.unique(enc.model_code[scored])})
     if not vlm_models or not text_models:
         raise AnalysisError("the probe needs at least one VLM and one text-only model")
     overlap = sorted(set(vlm_models) & set(text_models))
@@ -1528,6 +1551,7 @@ __all__ = [
     "key_antikey_fractions",
     "lis_fss_spearman",
     "maxprob_vs_minprob",
+    "noframe_only_models",
     "oracle_gap_by_fss_bin",
     "oracle_gap_by_fss_category",
     "oracle_gap_per_sample",
