@@ -378,3 +378,11 @@ def test_the_left_out_probe_is_reported_by_the_contamination_probe_beside_lis():
     kinds = {r["model"]: r["kind"] for r in res.where(level="model")}
     assert kinds == {"m0": "vlm", "m1": "vlm", "m2": "vlm", "m3": "vlm", "llm": "text"}
     assert res.rows == A.text_only_probe(t, vlm_models=["m0", "m1", "m2", "m3"], text_models=["llm"]).rows
+
+
+def test_subset_provenance_lists_the_lis_panel_not_the_left_out_probe():
+    from tempcore.export import table_provenance
+
+    t = make_table(probe_rows())
+    assert table_provenance(t, diagnose(t))["bench"]["models"] == ["m0", "m1", "m2", "m3"]
+    assert table_provenance(t, diagnose(t, lis_panel="all"))["bench"]["models"] == ["llm", "m0", "m1", "m2", "m3"]
