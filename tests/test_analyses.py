@@ -275,7 +275,7 @@ def test_correct_window_centroids_never_assume_positions():
     assert res.meta["no_length"] == {"b": 1} and any("no L left out" in n for n in res.notes)
     assert [r["fss_category"] for r in res.rows] == ["key", "non_key"] and res.rows[1]["n"] == 0
     # Frames beyond L: the length and the frames disagree -> an error naming the sample.
-    with pytest.raises(A.AnalysisError, match="'long' of 'b'.*outside its 90 frames"):
+    with pytest.raises(A.AnalysisError, match="'long' of 'b': oracle window shows frames 64..95, outside its 90 frames"):
         A.correct_window_centroids(tbl(layout_rows("long", 100, 32, {2})), d, n_frames={"long": 90})
     with pytest.raises(A.AnalysisError, match="unknown length"):
         A.correct_window_centroids(tbl(mixed), d, length="assumed")
@@ -636,3 +636,24 @@ def test_table14_from_a_table_that_holds_n_frames():
     more_k = tbl(rows + [row("a", "m0", "maxprob", 1, mode="qa", k=16, n_frames=1000)])
     with pytest.raises(A.AnalysisError, match=r"K values \[16, 32\]"):
         A.frame_coverage(more_k, d)
+
+
+def test_window_frames_unknown_are_counted_and_parsing_matches_json():
+    good = layout_rows("long", 100, 32, {2})
+    blank = [dict(r, sample_id="blank", frame_indices=None) for r in layout_rows("x", 100, 32, {1})]
+    broken = [dict(r, sample_id="broken", frame_indices="[1, two]") for r in layout_rows("y", 100, 32, {0})]
+    d = make_diag("b", ["long", "blank", "broken"], [0.5, 0.5, 0.5])
+    res = A.correct_window_centroids(tbl(good + blank + broken), d)
+    (key,) = res.where(fss_category="key")
+    assert key["n"] == 1 and key["mean"] == pytest.approx(0.80)
+    assert res.meta["no_frames"] == {"b": 2} and any("without frame_indices" in n for n in res.notes)
+    # The vectorised parser agrees with json on spacing, single frames and empty lists.
+    import json
+
+    texts = ["[0,1,2]", "[ 5 ]", "[]", None, "[10, 11,12 ,13]", "[3,x]"]
+    mean, lo, hi, known = A._index_stats(pa.array(texts, type=pa.string()))
+    for t, m, a, b, k in zip(texts, mean, lo, hi, known):
+        idx = json.loads(t) if t and "x" not in t else []
+        assert k == bool(idx)
+        if idx:
+            assert (m, a, b) == (np.mean(idx), min(idx), max(idx))

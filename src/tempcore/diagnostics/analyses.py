@@ -35,6 +35,9 @@ Conventions shared by the per-sample analyses (Tables 2, 7, 14, Figs. 6, 9, 10, 
   complete panel this equals the model-averaged accuracy difference).
 * Samples are matched to the Diagnosis on (benchmark, sample_id); samples the Diagnosis lacks or
   marks incomplete have no FSS category and are reported as ``incomplete`` rows / counts.
+* Positions and coverage (Tables 7, 14) use L, the number of decoded (= scored) frames of the
+  sample's video or segment at the run's fps, from the predictions' ``n_frames`` column; a table
+  without it is an error naming the column, never a fallback to assumed positions.
 """
 
 from __future__ import annotations
@@ -796,6 +799,45 @@ def _json_indices(text: Any) -> list[int] | None:
     return values
 
 
+def _index_stats(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a ``frame_indices`` column (JSON lists of ints): (mean, min, max, known).
+
+    Vectorised (pyarrow string kernels + numpy reduceat); a null, empty or malformed list is
+    not ``known``. Falls back to parsing row by row only when the fast path meets a malformed one.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.string())
+    n = len(column)
+    mean, lo, hi = np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    known = np.zeros(n, dtype=bool)
+    if n == 0:
+        return mean, lo, hi, known
+    try:
+        text = pc.utf8_trim(column.cast(pa.string()), " []")
+        ok = pc.fill_null(pc.greater(pc.utf8_length(text), 0), False).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(ok)
+        if rows.size:
+            parts = pc.split_pattern(text.take(pa.array(rows)), ",")
+            lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False).astype(np.int64)
+            flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+            vals = flat.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+            mean[rows] = np.add.reduceat(vals, starts) / lens
+            lo[rows] = np.minimum.reduceat(vals, starts)
+            hi[rows] = np.maximum.reduceat(vals, starts)
+            known[rows] = True
+        return mean, lo, hi, known
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        for i, t in enumerate(column.to_pylist()):
+            idx = _json_indices(t)
+            if idx:
+                mean[i], lo[i], hi[i], known[i] = float(np.mean(idx)), min(idx), max(idx), True
+        return mean, lo, hi, known
+
+
 def correct_window_centroids(
     table: Any,
     diagnosis: Any,
@@ -859,13 +901,9 @@ def correct_window_centroids(
     rows_all = np.flatnonzero(mask & (enc.rotations() == 0) & allowed[enc.model_code])
     sample = enc.sample_code[rows_all]
     correct = enc.table.column("correct").to_numpy(zero_copy_only=False)[rows_all].astype(bool)
-    frames_col = enc.table.column("frame_indices")
-    indices: dict[int, list[int] | None] = {}  # per oracle row used
-    wanted = rows_all if length == "oracle_windows" else rows_all[correct]
     import pyarrow as pa
 
-    for r, text in zip(wanted.tolist(), frames_col.take(pa.array(wanted, type=pa.int64())).to_pylist()):
-        indices[r] = _json_indices(text)
+    mean_idx, lo, hi, known = _index_stats(enc.table.column("frame_indices").take(pa.array(rows_all, type=pa.int64())))
     L = np.full(enc.n_samples, np.nan)
     if length == "n_frames":
         assert n_frames is not None
@@ -877,29 +915,22 @@ def correct_window_centroids(
                 L[i] = float(v)
     else:
         last = np.full(enc.n_samples, -1, dtype=np.int64)
-        for r, idx in indices.items():
-            s = enc.sample_code[r]
-            if idx:
-                last[s] = max(last[s], max(idx))
+        np.maximum.at(last, sample[known], hi[known])
         L[last >= 0] = (last[last >= 0] + 1).astype(np.float64)
-    total = np.zeros(enc.n_samples)
-    count = np.zeros(enc.n_samples, dtype=np.int64)
     no_frames = np.zeros(enc.n_samples, dtype=bool)
-    for r in rows_all[correct].tolist():
-        s = int(enc.sample_code[r])
-        idx = indices.get(r)
-        if not idx:
-            no_frames[s] = True
-            continue
-        if np.isnan(L[s]):
-            continue
-        if min(idx) < 0 or max(idx) >= L[s]:
-            raise AnalysisError(
-                f"sample {enc.sample_id[s]!r} of {enc.sample_benchmark[s]!r}: oracle window shows frame(s) "
-                f"{[i for i in idx if not 0 <= i < L[s]]} outside its {int(L[s])} frames"
-            )
-        total[s] += (np.mean(idx) + 0.5) / L[s]
-        count[s] += 1
+    no_frames[sample[correct & ~known]] = True
+    use = correct & known & ~np.isnan(L[sample])
+    bad = use & ((lo < 0) | (hi >= np.nan_to_num(L[sample], nan=0.0)))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        s_ = int(sample[j])
+        raise AnalysisError(
+            f"sample {enc.sample_id[s_]!r} of {enc.sample_benchmark[s_]!r}: oracle window shows frames "
+            f"{int(lo[j])}..{int(hi[j])}, outside its {int(L[s_])} frames"
+        )
+    pos = (mean_idx[use] + 0.5) / L[sample[use]]
+    total = np.bincount(sample[use], weights=pos, minlength=enc.n_samples)
+    count = np.bincount(sample[use], minlength=enc.n_samples)
     has_rows = np.bincount(sample, minlength=enc.n_samples) > 0
     has_correct = np.bincount(sample[correct], minlength=enc.n_samples) > 0
     no_length = has_correct & np.isnan(L)
