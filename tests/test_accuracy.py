@@ -346,3 +346,27 @@ def test_cli_errors_and_unmatched(tmp_path, capsys):
         ("CW", "type", 1), ("C", "family", 1), ("all", "overall", 1), (None, "unknown", 1)]
     rc, _, err = run_cli(capsys, "--predictions", preds, "--annotations", str(ann))
     assert rc == 1 and "--benchmark" in err
+
+
+def test_blank_rotation_is_rotation_zero():
+    """A blank rotation is the original option order (rotation 0), as ``diagnose`` reads it: one model's
+    MaxProb on 12 samples, 3 rows with a blank rotation and 9 with rotation 0, is one group of 12."""
+    correct = [1, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1]  # 8 of 12
+    rows = [row(f"s{i}", "m", "maxprob", c, mode="qa", rotation=None if i < 3 else 0) for i, c in enumerate(correct)]
+    res = accuracy_table(tbl(rows))
+    assert "rotation" not in res.columns  # one rotation: not a varying condition column
+    assert [(r["n"], r["correct"]) for r in res.rows] == [(12, 8)]
+    # With a second rotation the column varies: blank rows still pool with rotation 0, never on their own.
+    rows += [row(f"s{i}", "m", "maxprob", 1 - c, mode="qa", rotation=1) for i, c in enumerate(correct)]
+    res = accuracy_table(tbl(rows))
+    assert {r["rotation"]: (r["n"], r["correct"]) for r in res.rows} == {0: (12, 8), 1: (12, 4)}
+    # The same as diagnose, which reads a blank rotation as 0.
+    from tempcore.diagnostics import EncodedPredictions
+
+    enc = EncodedPredictions.from_table(tbl(rows))
+    vals = enc.values(enc.rows("maxprob", "qa"), "hard", "maxprob")
+    assert vals.shape == (12, 1) and vals.sum() == 8
+    # A prediction stored both with a blank rotation and with rotation 0 is a duplicate.
+    dup = [row("s0", "m", "maxprob", 1, mode="qa", rotation=None), row("s0", "m", "maxprob", 1, mode="qa", rotation=0)]
+    with pytest.raises(AccuracyError, match="duplicate"):
+        accuracy_table(tbl(dup))

@@ -43,7 +43,8 @@ def make_diag(bench, ids, fss, lis=None, tau=0.15, lam=0.5) -> Diagnosis:
 #   minprob qa  s1 [0,0] s2 [1,1] s3 [1,0] s4 [1,1]   -> FSS s1 = 1 (Key), s2 = -1 (Anti-key), s3 = s4 = 0
 #   noframe     all wrong                               -> LIS 1, nothing Trivial
 #   uniform     s1 [0,0] s2 [1,0] s3 [1,1] s4 [0,1]
-#   oracle (3 windows; window centres 1/6, 1/2, 5/6):
+#   oracle (3 windows of 10 frames tiling a 30-frame video: frames 0-9, 10-19, 20-29, whose
+#   centres (i + 0.5) / 30 averaged are 1/6, 1/2, 5/6):
 #     s1 m0 [0,0,1] m1 [0,0,0]  -> solved [1, 0]
 #     s2 m0 [1,0,0] m1 [0,0,1]  -> [1, 1]
 #     s3 m0 [1,0,0] m1 [0,0,0]  -> [1, 0]
@@ -67,7 +68,8 @@ def world() -> pa.Table:
                 rows.append(row(sid, f"m{j}", strategy, c, mode=mode))
     for (sid, model), ws in ORACLE.items():
         for w, c in enumerate(ws):
-            rows.append(row(sid, model, "oracle", c, window=w))
+            rows.append(row(sid, model, "oracle", c, window=w, n_frames=30,
+                            frame_indices=str(list(range(10 * w, 10 * w + 10)))))
     return tbl(rows)
 
 
@@ -200,6 +202,109 @@ def test_correct_window_centroids_hand_worked():
     # Non-key: s3 right in window 0 only (1/6, Begin); s4 has no correct window
     nk = got["non_key"]
     assert (nk["n"], nk["no_correct_window"], nk["begin"], nk["std"]) == (1, 1, 1.0, 0.0)
+    assert res.meta["length"] == "n_frames" and "(i + 0.5) / L" in res.notes[0]
+    # L from the last frame of the windows (30 here) gives the same figures, and says so.
+    derived = A.correct_window_centroids(world(), d, length="oracle_windows")
+    assert derived.rows == res.rows and "last frame index" in derived.notes[0]
+
+
+# --- Table 7 on tempcore's own window layout: real positions vs window ranks -------------------
+# A 100-frame video, K = 32: window starts 0, 32, 64 and the end-aligned 68 (W = 4). Window 2 shows
+# frames 64..95: real position (79.5 + 0.5) / 100 = 0.80 (End), while its rank would place it at
+# (2 + 0.5) / 4 = 0.625 (Middle). Window 1 (frames 32..63): 0.48 (Middle; rank 0.375, Middle).
+# A 300-frame video, K = 32: starts 0, 32, ..., 256 and 268 (W = 10); window 6 (frames 192..223) sits
+# at 208 / 300 = 0.693 (End), its rank at 6.5 / 10 = 0.65 (Middle).
+def layout_rows(sid, L, K, correct_windows, *, model="m0", bench="b", n_frames=True):
+    from tempcore.selection.windows import window_starts
+
+    out = []
+    for w, start in enumerate(window_starts(L, K)):
+        extra = {"n_frames": L} if n_frames else {}
+        out.append(row(sid, model, "oracle", int(w in correct_windows), bench=bench, window=w, k=K,
+                       frame_indices=str(list(range(int(start), int(start) + min(K, L)))), **extra))
+    return out
+
+
+def naive_centroids(rows, L_of):
+    """Per sample, the mean over correct (model, window) rows of mean_i (i + 0.5) / L (loops, no numpy)."""
+    import json
+
+    pos = defaultdict(list)
+    for r in rows:
+        if r["strategy"] == "oracle" and r["correct"]:
+            idx = json.loads(r["frame_indices"])
+            pos[r["sample_id"]].append(sum((i + 0.5) / L_of[r["sample_id"]] for i in idx) / len(idx))
+    return {s: sum(v) / len(v) for s, v in pos.items()}
+
+
+def test_correct_window_centroids_use_real_frame_positions():
+    rows = layout_rows("long", 100, 32, {2}) + layout_rows("short", 300, 32, {6}) + layout_rows("mid", 100, 32, {1})
+    rows += layout_rows("mid", 100, 32, {2}, model="m1")
+    d = make_diag("b", ["long", "short", "mid"], [0.5, 0.5, 0.5])  # all Key
+    res = A.correct_window_centroids(tbl(rows), d, length="n_frames")
+    (key,) = res.where(fss_category="key")
+    # centroids: long 0.80 (End), short 0.693 (End), mid (0.48 + 0.80) / 2 = 0.64 (Middle)
+    cen = [0.80, 208 / 300, 0.64]
+    assert key["n"] == 3 and key["no_correct_window"] == 0
+    assert (key["begin"], key["middle"], key["end"]) == pytest.approx((0.0, 1 / 3, 2 / 3))
+    assert key["mean"] == pytest.approx(np.mean(cen)) and key["std"] == pytest.approx(np.std(cen))
+    # The window ranks would have put long and short in the Middle (0.625, 0.65): all three Middle.
+    ranks = [2.5 / 4, 6.5 / 10, (1.5 / 4 + 2.5 / 4) / 2]
+    assert all(1 / 3 <= x < 2 / 3 for x in ranks) and key["middle"] != 1.0
+    # A naive loop over the rows agrees, sample by sample.
+    ref = naive_centroids(rows, {"long": 100, "short": 300, "mid": 100})
+    assert ref == pytest.approx({"long": 0.80, "short": 208 / 300, "mid": 0.64})
+    # Deriving L from the last window's last frame is exact on this layout.
+    assert A.correct_window_centroids(tbl(rows), d, length="oracle_windows").rows == res.rows
+
+
+def test_correct_window_centroids_never_assume_positions():
+    d = make_diag("b", ["long", "x"], [0.5, 0.0])
+    no_len = layout_rows("long", 100, 32, {2}, n_frames=False)
+    with pytest.raises(A.AnalysisError, match="no 'n_frames' column"):
+        A.correct_window_centroids(tbl(no_len), d)
+    # The same table with L given as a mapping works.
+    got = A.correct_window_centroids(tbl(no_len), d, n_frames={("b", "long"): 100})
+    assert got.where(fss_category="key")[0]["mean"] == pytest.approx(0.80)
+    no_frames = [{k: v for k, v in r.items() if k != "frame_indices"} for r in layout_rows("long", 100, 32, {2})]
+    with pytest.raises(A.AnalysisError, match="no 'frame_indices' column"):
+        A.correct_window_centroids(tbl(no_frames), d)
+    # A sample whose n_frames is blank is left out and counted, not placed by assumption.
+    mixed = layout_rows("long", 100, 32, {2}) + [dict(r, n_frames=None) for r in layout_rows("x", 100, 32, {0})]
+    res = A.correct_window_centroids(tbl(mixed), d)
+    assert res.meta["no_length"] == {"b": 1} and any("no L left out" in n for n in res.notes)
+    assert [r["fss_category"] for r in res.rows] == ["key", "non_key"] and res.rows[1]["n"] == 0
+    # Frames beyond L: the length and the frames disagree -> an error naming the sample.
+    with pytest.raises(A.AnalysisError, match="'long' of 'b': oracle window shows frames 64..95, outside its 90 frames"):
+        A.correct_window_centroids(tbl(layout_rows("long", 100, 32, {2})), d, n_frames={"long": 90})
+    with pytest.raises(A.AnalysisError, match="unknown length"):
+        A.correct_window_centroids(tbl(mixed), d, length="assumed")
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_correct_window_centroids_match_naive_on_random_layouts(seed):
+    rng = random.Random(seed)
+    rows, L_of, ids, fss = [], {}, [], []
+    K = rng.choice([4, 8, 32])
+    for s in range(25):
+        sid, L = f"s{s}", rng.randint(5, 700)
+        L_of[sid] = L
+        ids.append(sid)
+        fss.append(rng.choice([-0.5, 0.0, 0.5]))
+        for m in ("m0", "m1"):
+            from tempcore.selection.windows import window_starts
+
+            n_w = len(window_starts(L, K))
+            rows += layout_rows(sid, L, K, {w for w in range(n_w) if rng.random() < 0.2}, model=m)
+    res = A.correct_window_centroids(tbl(rows), make_diag("b", ids, fss))
+    ref = naive_centroids(rows, L_of)
+    cat = dict(zip(ids, fss_categories(np.array(fss), 0.15)))
+    for r in res.rows:
+        cen = np.array([ref[s] for s in ids if cat[s] == r["fss_category"] and s in ref])
+        assert r["n"] == cen.size
+        if cen.size:
+            assert r["mean"] == pytest.approx(cen.mean()) and r["std"] == pytest.approx(cen.std())
+            assert r["end"] == pytest.approx(float((cen >= 2 / 3).mean()))
 
 
 def test_key_antikey_profiles_and_lis_fss():
@@ -457,3 +562,98 @@ def test_missing_condition_is_an_error_not_an_empty_table():
         A.strategy_baselines(world())
     with pytest.raises(A.AnalysisError, match="unknown model"):
         A.uniform_vs_oracle(world(), models=["nobody"])
+
+
+def test_q_vs_qa_on_a_table_with_a_k_ablation_uses_the_shared_k():
+    # Q-mode MaxProb at K = 16, 32, 48 (the Table 12 ablation), QA-mode at K = 32 only; one model, 4 samples.
+    #   q  K=16 [0,0,0,0]  K=32 [1,0,1,0]  K=48 [1,1,1,1]      qa K=32 [1,1,1,0]
+    # The shared K is 32: acc_q = .5, acc_qa = .75, Delta = .25 (pooling every K would give acc_q = .5 too,
+    # but the n would be 12; per-K the figures differ, so the test sees which K was used).
+    q = {16: [0, 0, 0, 0], 32: [1, 0, 1, 0], 48: [1, 1, 1, 1]}
+    rows = [row(f"s{i}", "m", "maxprob", c, mode="q", k=k) for k, cs in q.items() for i, c in enumerate(cs)]
+    rows += [row(f"s{i}", "m", "maxprob", c, mode="qa", k=32) for i, c in enumerate([1, 1, 1, 0])]
+    res = A.q_vs_qa_maxprob(tbl(rows), groups=None)
+    m = res.where(model="m", level="model")[0]
+    assert (m["n"], m["acc_q"], m["acc_qa"], m["qa_minus_q"]) == (4, 0.5, 0.75, 0.25)
+    assert res.meta["k"] == 32 and res.meta["k_choice"] == "shared"
+    assert res.notes[0] == "K = 32: the frame budget shared by the Q- and QA-mode MaxProb rows"
+    assert "k=32" in res.meta["conditions"]["q"]
+    # Given K wins and is said to be given (here the only QA K, so Q at 32 as well).
+    given = A.q_vs_qa_maxprob(tbl(rows), groups=None, filters={"k": 32})
+    assert given.meta["k_choice"] == "given" and given.rows == res.rows
+    # QA also at 16: two shared K -> an error listing them and each mode's K.
+    both = rows + [row(f"s{i}", "m", "maxprob", 1, mode="qa", k=16) for i in range(4)]
+    with pytest.raises(A.AnalysisError, match=r"share several K \[16, 32\].*q-mode has K \[16, 32, 48\]; "
+                                              r"qa-mode has K \[16, 32\]"):
+        A.q_vs_qa_maxprob(tbl(both), groups=None)
+    assert A.q_vs_qa_maxprob(tbl(both), groups=None, filters={"k": 16}).rows[0]["acc_qa"] == 1.0
+    # No shared K: Q at 16 only, QA at 32 only -> never a comparison across budgets.
+    apart = [r for r in rows if r["mode"] == "qa" or r["k"] == 16]
+    with pytest.raises(A.AnalysisError, match=r"no frame budget K is shared.*q-mode has K \[16\]; qa-mode has K \[32\]"):
+        A.q_vs_qa_maxprob(tbl(apart), groups=None)
+    # A mode without rows is still reported as the missing condition.
+    with pytest.raises(A.AnalysisError, match="no predictions for condition 'maxprob mode=qa"):
+        A.q_vs_qa_maxprob(tbl([r for r in rows if r["mode"] == "q" and r["k"] == 32]), groups=None)
+
+
+def test_table14_from_a_table_that_holds_n_frames():
+    # 6 samples, 2 VLMs (MaxProb / MinProb QA-mode at K = 32, no-frame), L in the n_frames column.
+    #   sample  L     K/L     bin         MaxProb  MinProb  FSS
+    #   a       1000  .032    <0.10       [1, 1]   [0, 0]    1
+    #   b       400   .08     <0.10       [1, 0]   [1, 0]    0
+    #   c       320   .10     0.10-0.25   [1, 1]   [0, 1]   .5    (on an edge: the bin above)
+    #   d       200   .16     0.10-0.25   [0, 0]   [1, 1]   -1
+    #   e       64    .50     0.50-1.00   [1, 0]   [0, 0]   .5
+    #   f       16    2.0     >=1.00      [0, 1]   [0, 1]    0    (fewer frames than K)
+    # mean |FSS|: <0.10 (1 + 0) / 2 = .5; 0.10-0.25 (.5 + 1) / 2 = .75; 0.50-1.00 .5; >=1.00 0.
+    spec = {"a": (1000, [1, 1], [0, 0]), "b": (400, [1, 0], [1, 0]), "c": (320, [1, 1], [0, 1]),
+            "d": (200, [0, 0], [1, 1]), "e": (64, [1, 0], [0, 0]), "f": (16, [0, 1], [0, 1])}
+    rows = []
+    for sid, (L, plus, minus) in spec.items():
+        for j in range(2):
+            for strategy, c, mode in (("maxprob", plus[j], "qa"), ("minprob", minus[j], "qa"), ("noframe", 0, "none")):
+                rows.append(row(sid, f"m{j}", strategy, c, mode=mode, n_frames=L))
+    t = tbl(rows)
+    d = diagnose(t)
+    res = A.frame_coverage(t, d)
+    got = {r["coverage"]: (r["n"], r["mean_abs_fss"]) for r in res.rows}
+    assert got == {"<0.10": (2, 0.5), "0.10-0.25": (2, 0.75), "0.50-1.00": (1, 0.5), ">=1.00": (1, 0.0)}
+    assert res.meta["k"] == 32 and res.notes[0].startswith("K = 32 (the K of the MaxProb / MinProb qa-mode rows)")
+    assert "the paper names only '<0.10'" in res.notes[1]
+    # A naive loop: bin by K / L against the edges, mean of |FSS|.
+    fss = dict(zip(d.sample_id, d.fss))
+    naive = defaultdict(list)
+    for sid, (L, _, _) in spec.items():
+        cov = 32 / L
+        label = ("<0.10" if cov < 0.10 else "0.10-0.25" if cov < 0.25 else "0.25-0.50" if cov < 0.50 else
+                 "0.50-1.00" if cov < 1.0 else ">=1.00")
+        naive[label].append(abs(fss[sid]))
+    assert got == {b: (len(v), pytest.approx(sum(v) / len(v))) for b, v in naive.items()}
+    # Other K, edges; a table without n_frames names the column; several K must be chosen.
+    assert {r["coverage"] for r in A.frame_coverage(t, d, k=8, edges=(0.5,)).rows} == {"<0.50", ">=0.50"}
+    with pytest.raises(A.AnalysisError, match="no 'n_frames' column"):
+        A.frame_coverage(tbl([{k: v for k, v in r.items() if k != "n_frames"} for r in rows]), d)
+    more_k = tbl(rows + [row("a", "m0", "maxprob", 1, mode="qa", k=16, n_frames=1000)])
+    with pytest.raises(A.AnalysisError, match=r"K values \[16, 32\]"):
+        A.frame_coverage(more_k, d)
+
+
+def test_window_frames_unknown_are_counted_and_parsing_matches_json():
+    good = layout_rows("long", 100, 32, {2})
+    blank = [dict(r, sample_id="blank", frame_indices=None) for r in layout_rows("x", 100, 32, {1})]
+    broken = [dict(r, sample_id="broken", frame_indices="[1, two]") for r in layout_rows("y", 100, 32, {0})]
+    d = make_diag("b", ["long", "blank", "broken"], [0.5, 0.5, 0.5])
+    res = A.correct_window_centroids(tbl(good + blank + broken), d)
+    (key,) = res.where(fss_category="key")
+    assert key["n"] == 1 and key["mean"] == pytest.approx(0.80)
+    assert res.meta["no_frames"] == {"b": 2} and any("without frame_indices" in n for n in res.notes)
+    # The vectorised parser agrees with json on spacing, single frames and empty lists.
+    import json
+
+    texts = ["[0,1,2]", "[ 5 ]", "[]", None, "[10, 11,12 ,13]", "[3,x]"]
+    mean, lo, hi, known = A._index_stats(pa.array(texts, type=pa.string()))
+    for t, m, a, b, k in zip(texts, mean, lo, hi, known):
+        idx = json.loads(t) if t and "x" not in t else []
+        assert k == bool(idx)
+        if idx:
+            assert (m, a, b) == (np.mean(idx), min(idx), max(idx))

@@ -139,18 +139,22 @@ def test_soft_and_circular_scoring():
     assert by_id["s"]["fss"] is None and by_id["whole"]["fss"] == pytest.approx(3 / 4 - 1 / 4)
 
 
-def naive_diagnose(rows, tau=0.15, lam=0.5):
-    """Straight from the paper's formulas with dicts and loops."""
+def naive_diagnose(rows, tau=0.15, lam=0.5, lis_panel="fss"):
+    """Straight from the paper's formulas with dicts and loops.
+
+    One panel M per benchmark (Eq. 4 and Eq. 5): the models with MaxProb / MinProb rows; with
+    ``lis_panel="all"`` the LIS panel also takes every model with no-frame rows."""
     benches = {}
     for r in rows:
-        benches.setdefault(r["benchmark"], {"fss_models": set(), "lis_models": set(), "samples": {}})
-        panel = "lis_models" if r["strategy"] == "noframe" else "fss_models"
+        benches.setdefault(r["benchmark"], {"fss_models": set(), "noframe_models": set(), "samples": {}})
+        panel = "noframe_models" if r["strategy"] == "noframe" else "fss_models"
         benches[r["benchmark"]][panel].add(r["model"])
         benches[r["benchmark"]]["samples"].setdefault(r["sample_id"], {})[(r["model"], r["strategy"])] = r["correct"]
     out = {}
     for b, info in benches.items():
         for sid, vals in info["samples"].items():
-            fm, lm = sorted(info["fss_models"]), sorted(info["lis_models"])
+            fm = sorted(info["fss_models"])
+            lm = fm if lis_panel == "fss" else sorted(info["fss_models"] | info["noframe_models"])
             need = [(m, s) for m in fm for s in ("maxprob", "minprob")] + [(m, "noframe") for m in lm]
             if any(x not in vals for x in need) or not fm or not lm:
                 out[(b, sid)] = "incomplete"
@@ -192,13 +196,156 @@ def test_matches_naive_reference_on_random_tables(seed):
         assert d.benchmarks[b]["incomplete"] == cats.count("incomplete")
 
 
-def test_text_only_models_join_only_the_lis_panel():
+def test_text_only_models_join_the_lis_panel_only_when_asked():
     rows = rows_for("b", "x", "vlm", 1, 0, 0)
     rows.append(dict(benchmark="b", sample_id="x", model="llm", strategy="noframe", mode="none", k=32,
                      window=None, correct=1))
-    s = diagnose(make_table(rows)).samples()[0]
+    d = diagnose(make_table(rows))
+    s = d.samples()[0]
     assert s["fss"] == pytest.approx(1.0)  # the LLM has no MaxProb/MinProb rows: not in the FSS panel
-    assert s["lis"] == pytest.approx(0.5)  # but it is in the LIS panel: 1 - (0 + 1) / 2
+    assert s["lis"] == pytest.approx(1.0)  # nor, by default, in the LIS panel (the paper's one M): 1 - 0 / 1
+    assert d.params["lis_panel"] == "fss"
+    assert d.params["panels"] == {"b": {"fss": ["vlm"], "lis": ["vlm"], "noframe_only": ["llm"]}}
+    joined = diagnose(make_table(rows), lis_panel="all")
+    assert joined.samples()[0]["lis"] == pytest.approx(0.5)  # joined on request: 1 - (0 + 1) / 2
+    assert joined.params["lis_panel"] == "all"
+    assert joined.params["panels"]["b"] == {"fss": ["vlm"], "lis": ["llm", "vlm"], "noframe_only": ["llm"]}
+    with pytest.raises(DiagnosticsError, match="LIS panel"):
+        diagnose(make_table(rows), lis_panel="vlm")
+
+
+# --- the issue's table: a text-only probe on half the samples (paper §C.4, Table 15) ----------
+# Four VLMs m0..m3 (MaxProb, MinProb, no-frame on all 12 samples); a text-only LLM "llm" with
+# no-frame rows on s01..s06 only. Per sample: MaxProb, MinProb, VLM no-frame, LLM no-frame.
+#                                       FSS    LIS (4 VLMs)      LIS (+ llm)
+#   s01 [1110] [0100] [1100] llm 0      .5     .5   Trivial      .6  Temp. Grounded  <- moves
+#   s02 [1100] [1100] [1111] llm 1      0      0    Trivial      0   Trivial
+#   s03 [1111] [1000] [0000] llm 1      .75    1    Temp.Grnd    .8  Temp. Grounded
+#   s04 [0010] [1110] [0100] llm 0     -.5     .75  Vis. Bias    .8  Visual Bias
+#   s05 [1010] [1010] [0000] llm 0      0      1    Fr.Agn       1   Frame-Agnostic
+#   s06 [0000] [0000] [1000] llm 1      0      .75  Fr.Agn       .6  Frame-Agnostic
+#   s07 [1110] [0100] [1110]            .5     .25  Trivial      incomplete (no llm row)
+#   s08 [1100] [1100] [1111]            0      0    Trivial      incomplete
+#   s09 [0100] [1110] [1100]           -.5     .5   Trivial      incomplete
+#   s10 [1111] [0000] [0000]            1      1    Temp.Grnd    incomplete
+#   s11 [1100] [0000] [0001]            .5     .75  Temp.Grnd    incomplete
+#   s12 [0000] [1000] [0010]           -.25    .75  Vis. Bias    incomplete
+# The paper's panel: Trivial 5, TempSens 5, Fr.Agn 2 -> TPI = 5 / (12 - 5) = 0.714.
+# Joining the LLM: 6 incomplete; of the 6 complete, Trivial 1, TempSens 3 -> TPI = 3 / 5 = 0.600.
+PROBE_SPEC = {
+    "s01": ("1110", "0100", "1100", 0), "s02": ("1100", "1100", "1111", 1), "s03": ("1111", "1000", "0000", 1),
+    "s04": ("0010", "1110", "0100", 0), "s05": ("1010", "1010", "0000", 0), "s06": ("0000", "0000", "1000", 1),
+    "s07": ("1110", "0100", "1110", None), "s08": ("1100", "1100", "1111", None),
+    "s09": ("0100", "1110", "1100", None), "s10": ("1111", "0000", "0000", None),
+    "s11": ("1100", "0000", "0001", None), "s12": ("0000", "1000", "0010", None),
+}
+
+
+def probe_rows():
+    rows = []
+    for sid, (plus, minus, nf, llm) in PROBE_SPEC.items():
+        for j in range(4):
+            rows += rows_for("bench", sid, f"m{j}", int(plus[j]), int(minus[j]), int(nf[j]))
+        if llm is not None:
+            rows.append(dict(benchmark="bench", sample_id=sid, model="llm", strategy="noframe", mode="none", k=32,
+                             window=None, correct=llm))
+    return rows
+
+
+def test_text_only_probe_on_half_the_samples_does_not_change_lis_by_default():
+    rows = probe_rows()
+    d = diagnose(make_table(rows))
+    cat = {s["sample_id"]: s["category"] for s in d.samples()}
+    assert [cat[s] for s in ("s01", "s02", "s07", "s08", "s09")] == ["trivial"] * 5
+    assert [cat[s] for s in ("s03", "s10", "s11")] == ["temporally_grounded"] * 3
+    assert [cat[s] for s in ("s04", "s12")] == ["visual_bias"] * 2
+    assert [cat[s] for s in ("s05", "s06")] == ["frame_agnostic"] * 2
+    b = d.benchmarks["bench"]
+    assert (b["n"], b["incomplete"], b["trivial"], b["temporally_sensitive"]) == (12, 0, 5, 5)
+    assert b["tpi"] == pytest.approx(5 / 7) and round(b["tpi"], 3) == 0.714
+    lis = {s["sample_id"]: s["lis"] for s in d.samples()}
+    assert lis["s01"] == pytest.approx(0.5) and lis["s06"] == pytest.approx(0.75)
+    assert d.params["panels"]["bench"]["noframe_only"] == ["llm"]
+
+    joined = diagnose(make_table(rows), lis_panel="all")
+    jb = joined.benchmarks["bench"]
+    assert (jb["n"], jb["incomplete"], jb["trivial"], jb["temporally_sensitive"]) == (12, 6, 1, 3)
+    assert jb["tpi"] == pytest.approx(3 / 5) and round(jb["tpi"], 3) == 0.600
+    jcat = {s["sample_id"]: s["category"] for s in joined.samples()}
+    assert jcat["s01"] == "temporally_grounded"  # the one sample that moves: LIS .5 -> 1 - 2/5 = .6
+    assert {s for s, c in jcat.items() if c == "incomplete"} == {f"s{i:02d}" for i in range(7, 13)}
+    assert {s["sample_id"]: s["lis"] for s in joined.samples()}["s06"] == pytest.approx(0.6)
+    # FSS never depends on the LIS panel.
+    assert [s["fss"] for s in joined.samples()] == [s["fss"] for s in d.samples()]
+    for rule in ("fss", "all"):
+        expected = naive_diagnose(rows, lis_panel=rule)
+        got = {(s["benchmark"], s["sample_id"]): s["category"] for s in diagnose(make_table(rows),
+                                                                               lis_panel=rule).samples()}
+        assert got == expected
+
+
+def test_left_out_probe_rows_are_not_read_and_a_vlm_without_noframe_rows_is_incomplete():
+    rows = rows_for("b", "x", "vlm", 1, 0, 0)
+    # The LLM's no-frame rows mix two K: ambiguous only if they were read (they are not, by default).
+    rows += [dict(benchmark="b", sample_id="x", model="llm", strategy="noframe", mode="none", k=k, window=None,
+                  correct=1) for k in (8, 32)]
+    assert diagnose(make_table(rows)).samples()[0]["lis"] == pytest.approx(1.0)
+    with pytest.raises(DiagnosticsError, match="k values"):
+        diagnose(make_table(rows), lis_panel="all")
+    # A VLM of the FSS panel without any no-frame row: its samples' LIS is incomplete, not a smaller panel.
+    rows = rows_for("b", "x", "m0", 1, 0, 0) + [r for r in rows_for("b", "x", "m1", 1, 0, 0)
+                                                if r["strategy"] != "noframe"]
+    s = diagnose(make_table(rows)).samples()[0]
+    assert s["fss"] == pytest.approx(1.0) and s["lis"] is None and s["category"] == "incomplete"
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_lis_panel_rules_match_naive_reference_with_text_only_probes(seed):
+    rng = random.Random(100 + seed)
+    rows = []
+    vlms = [f"m{m}" for m in range(rng.randint(1, 5))]
+    llms = [f"llm{m}" for m in range(rng.randint(1, 3))]
+    for b in range(rng.randint(1, 3)):
+        for s in range(rng.randint(1, 30)):
+            for m in vlms:
+                for strategy, mode in (("maxprob", "qa"), ("minprob", "qa"), ("noframe", "none")):
+                    if rng.random() < 0.02:
+                        continue
+                    rows.append(dict(benchmark=f"b{b}", sample_id=f"s{s}", model=m, strategy=strategy, mode=mode,
+                                     k=32, window=None, correct=int(rng.random() < 0.5)))
+            for m in llms:
+                if rng.random() < 0.5:  # probes cover a subset
+                    rows.append(dict(benchmark=f"b{b}", sample_id=f"s{s}", model=m, strategy="noframe",
+                                     mode="none", k=32, window=None, correct=int(rng.random() < 0.5)))
+    for rule in ("fss", "all"):
+        d = diagnose(make_table(rows), lis_panel=rule)
+        got = {(s["benchmark"], s["sample_id"]): s["category"] for s in d.samples()}
+        assert got == naive_diagnose(rows, lis_panel=rule)
+
+
+def test_cli_lis_panel_flag_is_named_in_the_output(tmp_path, capsys):
+    import json
+
+    import pyarrow.csv as pacsv
+
+    path = tmp_path / "p.csv"
+    pacsv.write_csv(make_table(probe_rows()), path)
+    from tempcore.cli import main
+
+    assert main(["diagnose", "--predictions", str(path), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["lis_panel"] == "fss" and round(out["benchmarks"]["bench"]["tpi"], 3) == 0.714
+    assert out["params"]["panels"]["bench"]["noframe_only"] == ["llm"]
+    assert main(["diagnose", "--predictions", str(path), "--json", "--lis-panel", "all"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"]["lis_panel"] == "all" and round(out["benchmarks"]["bench"]["tpi"], 3) == 0.600
+    assert out["params"]["panels"]["bench"]["lis"] == ["llm", "m0", "m1", "m2", "m3"]
+    assert main(["diagnose", "--predictions", str(path)]) == 0
+    text = capsys.readouterr().out
+    assert "lis-panel=fss" in text and "llm not in the LIS panel" in text
+    assert main(["diagnose", "--predictions", str(path), "--lis-panel", "all"]) == 0
+    text = capsys.readouterr().out
+    assert "lis-panel=all" in text and "llm joined to the LIS panel" in text
 
 
 def test_chunks_with_different_dictionaries(tmp_path):
@@ -216,3 +363,29 @@ def test_chunks_with_different_dictionaries(tmp_path):
     assert back.column("benchmark").num_chunks > 1
     assert diagnose(back).samples() == diagnose(make_table(rows)).samples()
     assert accuracy_table(back).rows == accuracy_table(make_table(rows)).rows
+
+
+def test_the_left_out_probe_is_reported_by_the_contamination_probe_beside_lis():
+    """Table 15 on the issue's table: the LLM probe, left out of per-sample LIS, is what the
+    contamination probe reports (defaults: text-only = the no-frame-only models, VLMs = the panel)."""
+    from tempcore.diagnostics import analyses as A
+
+    t = make_table(probe_rows())
+    assert A.noframe_only_models(t) == ["llm"]
+    res = A.text_only_probe(t)
+    panel = res.where(level="panel")[0]
+    # On s01..s06 (the LLM's subset): VLM no-frame means .5, 1, 0, .25, 0, .25 -> 2/6;
+    # with the LLM (0, 1, 1, 0, 0, 1): 2/5, 5/5, 1/5, 1/5, 0, 2/5 -> 11/30; shift 1/30.
+    assert panel["n"] == 6 and panel["acc_panel"] == pytest.approx(1 / 3)
+    assert panel["acc_panel_plus_text"] == pytest.approx(11 / 30) and panel["shift"] == pytest.approx(1 / 30)
+    kinds = {r["model"]: r["kind"] for r in res.where(level="model")}
+    assert kinds == {"m0": "vlm", "m1": "vlm", "m2": "vlm", "m3": "vlm", "llm": "text"}
+    assert res.rows == A.text_only_probe(t, vlm_models=["m0", "m1", "m2", "m3"], text_models=["llm"]).rows
+
+
+def test_subset_provenance_lists_the_lis_panel_not_the_left_out_probe():
+    from tempcore.export import table_provenance
+
+    t = make_table(probe_rows())
+    assert table_provenance(t, diagnose(t))["bench"]["models"] == ["m0", "m1", "m2", "m3"]
+    assert table_provenance(t, diagnose(t, lis_panel="all"))["bench"]["models"] == ["llm", "m0", "m1", "m2", "m3"]

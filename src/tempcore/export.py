@@ -164,8 +164,9 @@ def table_provenance(table: Any, diagnosis: Diagnosis) -> dict[str, dict[str, li
     """Per benchmark, the ``models`` of its panel and the ``conditions`` (keys) the scores used.
 
     The rows used are those :func:`~tempcore.diagnostics.diagnose` reads: MaxProb and MinProb in
-    the diagnosis' FSS mode (with its filters) and no-frame; option rotation 0 unless the scoring
-    is ``circular``; models restricted to the diagnosis' model subset when it has one.
+    the diagnosis' FSS mode (with its filters) and no-frame of the models in its LIS panel
+    (``params["panels"]``); option rotation 0 unless the scoring is ``circular``; models restricted
+    to the diagnosis' model subset when it has one.
     """
     import pyarrow.compute as pc
 
@@ -187,8 +188,12 @@ def table_provenance(table: Any, diagnosis: Diagnosis) -> dict[str, dict[str, li
     rows = table.filter(pc.fill_null(used, False))
     keep = [c for c in ("benchmark", "model", "condition", "strategy", "mode", "k", "window", "encoder",
                         "fps", "seed", "rotation", "variant") if c in names]
+    lis_panels = {b: set(p.get("lis", ())) for b, p in (params.get("panels") or {}).items()}
     out: dict[str, dict[str, set[str]]] = {}
     for row in rows.select(keep).group_by(keep).aggregate([]).to_pylist():
+        if row["strategy"] == "noframe" and str(row["benchmark"]) in lis_panels and \
+                str(row["model"]) not in lis_panels[str(row["benchmark"])]:
+            continue  # a no-frame-only probe the LIS panel leaves out (diagnose's lis_panel rule)
         entry = out.setdefault(str(row["benchmark"]), {"models": set(), "conditions": set()})
         entry["models"].add(str(row["model"]))
         entry["conditions"].add(_condition_key(row))

@@ -96,7 +96,7 @@ def diagnose_args(table: Any, args: argparse.Namespace) -> Any:
     noframe_k = args.noframe_k if args.noframe_k is not None else args.k
     return diagnose(table, tau=args.tau, lam=args.lam, fss_mode=args.fss_mode, scoring=args.scoring,
                     models=args.models, filters={"k": args.k, "encoder": args.encoder},
-                    noframe_filters={"k": noframe_k},
+                    noframe_filters={"k": noframe_k}, lis_panel=getattr(args, "lis_panel", "fss"),
                     flags={"noframe_k": "--noframe-k" if args.noframe_k is not None else "--k"})
 
 

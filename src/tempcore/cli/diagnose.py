@@ -24,6 +24,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_predictions_argument(p)
     add_diagnosis_arguments(p)
+    p.add_argument("--lis-panel", choices=("fss", "all"), default="fss",
+                   help="who is in the LIS panel: fss (default, the paper: the models of the FSS panel) or all "
+                   "(also the models with only no-frame rows, e.g. text-only LLM probes); params name it")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
     p.set_defaults(func=run)
@@ -63,7 +66,13 @@ def format_summary(benchmarks: dict[str, dict], params: dict) -> str:
     width = max([len("benchmark")] + [len(b) for b in benchmarks])
     head = "benchmark".ljust(width) + "".join(f"{label:>10}" for _, label in cols)
     lines = [f"tau={params['tau']} lambda={params['lambda']} fss-mode={params['fss_mode']} "
-             f"scoring={params['scoring']}", head, "-" * len(head)]
+             f"scoring={params['scoring']} lis-panel={params.get('lis_panel', 'fss')}"]
+    for name, panel in (params.get("panels") or {}).items():
+        if panel.get("noframe_only"):
+            how = ("joined to the LIS panel" if params.get("lis_panel") == "all" else
+                   "not in the LIS panel (see the text-only probe, Table 15; --lis-panel all joins them)")
+            lines.append(f"{name}: no-frame-only model(s) {', '.join(panel['noframe_only'])} {how}")
+    lines += [head, "-" * len(head)]
     for name, row in benchmarks.items():
         cells = []
         for key, _ in cols:

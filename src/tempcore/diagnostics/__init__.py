@@ -13,9 +13,11 @@ from tempcore.diagnostics.core import (
     CATEGORIES,
     FSS_CATEGORIES,
     INCOMPLETE,
+    LIS_PANELS,
     fss,
     fss_categories,
     lis,
+    lis_panel_columns,
     summarize,
     taxonomy,
     tpi,
@@ -84,12 +86,18 @@ def diagnose(
     filters: Mapping[str, Any] | None = None,
     noframe_filters: Mapping[str, Any] | None = None,
     flags: Mapping[str, str] | None = None,
+    lis_panel: str = "fss",
 ) -> Diagnosis:
     """FSS (MaxProb vs MinProb in ``fss_mode``), LIS (``noframe``), categories and TPI.
 
     ``table`` is a pyarrow Table in the tidy schema. ``models`` restricts the panel (default: per
-    benchmark and score, every model with predictions of the strategies the score needs: MaxProb /
-    MinProb for FSS, no-frame for LIS). ``filters`` pins columns such as ``k`` or
+    benchmark, every model with MaxProb / MinProb predictions for it). ``lis_panel`` says who is in
+    the LIS panel (see :mod:`tempcore.diagnostics.core`): ``"fss"`` (default, the paper: the FSS
+    panel, so text-only probes with only no-frame rows are left out) or ``"all"`` (every model with
+    no-frame rows joins); ``params["lis_panel"]`` names the rule and ``params["panels"]`` lists,
+    per benchmark, the ``fss`` and ``lis`` panels and the ``noframe_only`` models (no-frame rows
+    but no MaxProb / MinProb rows: joined under ``"all"``, left out under ``"fss"``).
+    ``filters`` pins columns such as ``k`` or
     ``encoder`` for the MaxProb / MinProb rows when the table holds several (an ambiguous table is
     an error, never silently mixed); ``noframe_filters`` does the same for the no-frame rows.
 
@@ -102,6 +110,8 @@ def diagnose(
     """
     if scoring not in SCORINGS:
         raise DiagnosticsError(f"unknown scoring {scoring!r}; choose one of {', '.join(SCORINGS)}")
+    if lis_panel not in LIS_PANELS:
+        raise DiagnosticsError(f"unknown LIS panel {lis_panel!r}; choose one of {', '.join(LIS_PANELS)}")
     enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
     filters = dict(filters or {})
     noframe_filters = dict(noframe_filters or {})
@@ -126,7 +136,27 @@ def diagnose(
                                 flags=noframe_flags if strategy == "noframe" else flags)
             )
         masks[strategy] = (mask, what)
-        enc.check_unambiguous(mask, what, flt)
+    # The panels: per benchmark, FSS's is the models with MaxProb / MinProb rows; LIS's is the same
+    # set (the paper's one M) unless lis_panel="all" joins the models with only no-frame rows.
+    fss_panel = enc.panels(models, masks["maxprob"][0] | masks["minprob"][0])
+    noframe_models = enc.panels(models, masks["noframe"][0])
+    lis_cols = {b: lis_panel_columns(fss_panel[b], noframe_models[b], lis_panel) for b in fss_panel}
+    panels = {
+        b: {"fss": sorted(enc.models[j] for j in fss_panel[b]), "lis": sorted(enc.models[j] for j in lis_cols[b]),
+            "noframe_only": sorted(enc.models[j] for j in np.setdiff1d(noframe_models[b], fss_panel[b]))}
+        for b in sorted(fss_panel)
+    }
+    # Only the no-frame rows of the LIS panel are read (and checked for ambiguity / duplicates): a
+    # text-only probe left out of LIS cannot make the diagnosis fail.
+    bench_names = sorted(fss_panel)
+    bench_of_sample = np.searchsorted(np.array(bench_names, dtype=object), np.array(enc.sample_benchmark, dtype=object))
+    in_lis = np.zeros((len(bench_names), len(enc.models)), dtype=bool)
+    for i, b in enumerate(bench_names):
+        in_lis[i, lis_cols[b]] = True
+    nf_mask, nf_what = masks["noframe"]
+    masks["noframe"] = (nf_mask & in_lis[bench_of_sample[enc.sample_code], enc.model_code], nf_what)
+    for strategy, flt in (("maxprob", filters), ("minprob", filters), ("noframe", noframe_filters)):
+        enc.check_unambiguous(masks[strategy][0], masks[strategy][1], flt)
     used = np.logical_or.reduce([m for m, _ in masks.values()]) & allowed
     check_fingerprints(enc.table, used, "diagnose")
     check_scoring(enc, used, scoring, "the maxprob, minprob and noframe rows")
@@ -138,10 +168,6 @@ def diagnose(
     )
     matrices = {name: enc.values(mask, scoring, what, expected) for name, (mask, what) in masks.items()}
 
-    # The panel of each score: per benchmark, the models with any row of the strategies it needs
-    # (a text-only LLM with only no-frame rows joins the LIS panel, not the FSS one).
-    fss_panel = enc.panels(models, masks["maxprob"][0] | masks["minprob"][0])
-    lis_panel = enc.panels(models, masks["noframe"][0])
     n = enc.n_samples
     f = np.full(n, np.nan)
     li = np.full(n, np.nan)
@@ -151,7 +177,7 @@ def diagnose(
         cols = fss_panel[bench]
         if cols.size:
             f[rows] = fss(matrices["maxprob"][np.ix_(rows, cols)], matrices["minprob"][np.ix_(rows, cols)])
-        cols = lis_panel[bench]
+        cols = lis_cols[bench]
         if cols.size:
             li[rows] = lis(matrices["noframe"][np.ix_(rows, cols)])
     fc = fss_categories(f, tau)
@@ -163,7 +189,8 @@ def diagnose(
         sel = bench_arr == bench
         benchmarks[bench] = summarize(fc[sel], cat[sel])
     params = {"tau": tau, "lambda": lam, "fss_mode": fss_mode, "scoring": scoring,
-              "models": sorted(models) if models else None, "filters": filters}
+              "models": sorted(models) if models else None, "filters": filters, "lis_panel": lis_panel,
+              "panels": panels}
     return Diagnosis(bench_arr, np.array(enc.sample_id, dtype=object), f, li, fc, cat, benchmarks, params)
 
 
@@ -188,6 +215,7 @@ __all__ = [
     "CATEGORIES",
     "FSS_CATEGORIES",
     "INCOMPLETE",
+    "LIS_PANELS",
     "SCORINGS",
     "Diagnosis",
     "DiagnosticsError",

@@ -34,6 +34,10 @@ Input: the tidy predictions table (``tempcore.tidy``): one row per prediction wi
   matched ignoring case, unknown ``models`` named, rows of one model name with different
   ``model_fingerprint`` values refused), and a result with no group is a
   :class:`~tempcore.diagnostics.table.TableError`, never an empty table.
+* A blank (null) ``rotation`` is rotation 0, the original option order, as everywhere else in
+  tempcore (``diagnose``, the analyses, the exports): a table mixing blank and 0 has one rotation,
+  so neither a split group nor a ``rotation`` column; a prediction stored under both is a
+  duplicate.
 """
 
 from __future__ import annotations
@@ -196,6 +200,22 @@ def _check_columns(table: Any) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         raise AccuracyError(f"predictions table lacks column(s) {missing}")
+
+
+def blank_rotation_is_zero(table: Any) -> Any:
+    """``table`` with null ``rotation`` values as 0 (the original option order); unchanged without the column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "rotation" not in table.column_names:
+        return table
+    col = table.column("rotation")
+    if col.null_count == 0 and pa.types.is_integer(col.type):
+        return table
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    filled = pc.fill_null(col.cast(pa.int64()), 0)
+    return table.set_column(table.column_names.index("rotation"), "rotation", filled)
 
 
 def _check_duplicates(table: Any, cond: Sequence[str] | None = None) -> None:
@@ -362,6 +382,7 @@ def _prepare(
         check_models(table, models)
         table = table.filter(pc.is_in(table.column("model"), value_set=pa.array(list(models), type=pa.string())))
     check_fingerprints(table, what="accuracy")
+    table = blank_rotation_is_zero(table)
     cond = condition_columns(table)
     _check_duplicates(table, cond)
     by_cols: list[str] = []
@@ -638,7 +659,7 @@ def nextqa_official(
 def check_no_duplicates(table: Any) -> None:
     """Raise :class:`AccuracyError` when a prediction appears twice (see the module doc)."""
     _check_columns(table)
-    _check_duplicates(table)
+    _check_duplicates(blank_rotation_is_zero(table))
 
 
 def accuracy_groups_json(result: ResultTable) -> dict[str, Any]:
@@ -658,6 +679,7 @@ __all__ = [
     "ResultTable",
     "accuracy_groups_json",
     "accuracy_table",
+    "blank_rotation_is_zero",
     "check_no_duplicates",
     "condition_columns",
     "group_codes",

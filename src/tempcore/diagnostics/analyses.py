@@ -35,6 +35,9 @@ Conventions shared by the per-sample analyses (Tables 2, 7, 14, Figs. 6, 9, 10, 
   complete panel this equals the model-averaged accuracy difference).
 * Samples are matched to the Diagnosis on (benchmark, sample_id); samples the Diagnosis lacks or
   marks incomplete have no FSS category and are reported as ``incomplete`` rows / counts.
+* Positions and coverage (Tables 7, 14) use L, the number of decoded (= scored) frames of the
+  sample's video or segment at the run's fps, from the predictions' ``n_frames`` column; a table
+  without it is an error naming the column, never a fallback to assumed positions.
 """
 
 from __future__ import annotations
@@ -70,7 +73,9 @@ DEFAULT_GROUPS: dict[str, tuple[str, ...]] = {
     "short": ("mvbench", "nextqa", "egoschema"),
     "long": ("mlvu", "longvideobench", "videomme"),
 }
-#: K/L bin edges of Table 14 (the paper names only the "<0.10" bin; the others are our choice).
+#: K/L bin edges of Table 14. The paper names only the "<0.10" bin (and a "highest coverage bin" that
+#: only MVBench reaches); the other edges are our choice: [0, .10), [.10, .25), [.25, .50),
+#: [.50, 1.00) and [1.00, inf) -- the last holds videos with no more frames than the budget.
 DEFAULT_COVERAGE_EDGES: tuple[float, ...] = (0.10, 0.25, 0.50, 1.00)
 DEFAULT_TAUS: tuple[float, ...] = (0.0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40, 0.50)
 DEFAULT_LAMBDAS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
@@ -299,6 +304,43 @@ def _group_rows(
 # --- §5: does frame selection work? ------------------------------------------------------------
 
 
+def _distinct(enc: EncodedPredictions, mask: np.ndarray, column: str) -> list[Any]:
+    """The distinct non-null values of ``column`` among the masked rows, sorted."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column not in enc.table.column_names:
+        return []
+    col = enc.table.column(column).take(pa.array(np.flatnonzero(mask)))
+    return sorted(pc.unique(col).drop_null().to_pylist(), key=lambda v: (str(type(v)), v))
+
+
+def shared_k(
+    enc: EncodedPredictions, strategy: str, modes: Sequence[str], filters: Mapping[str, Any]
+) -> int | None:
+    """The one frame budget K shared by the ``strategy`` rows of every mode in ``modes``.
+
+    The paper compares conditions at its one K (K = 32 throughout, §4.1; the K ablation of Table 12
+    is Q-mode MaxProb only). On a table that also holds a K ablation the K of the comparison is
+    the one K that every compared mode has; several shared K, or none, is an :class:`AnalysisError`
+    listing the K values of each mode (choose one with ``filters={"k": ...}`` / ``--k``). ``None``
+    when a mode has no such rows at all (the comparison then reports the missing condition).
+    """
+    per_mode = {m: _distinct(enc, enc.rows(strategy, m, filters), "k") for m in modes}
+    if not all(per_mode.values()):
+        return None
+    common = sorted(set.intersection(*(set(v) for v in per_mode.values()))) if per_mode else []
+    have = "; ".join(f"{m}-mode has K {v}" for m, v in per_mode.items())
+    if len(common) == 1:
+        return int(common[0])
+    if not common:
+        raise AnalysisError(f"{strategy}: no frame budget K is shared by the {'/'.join(modes)}-mode rows ({have})")
+    raise AnalysisError(
+        f"{strategy}: the {'/'.join(modes)}-mode rows share several K {common} ({have}); choose one "
+        f"(e.g. --k {32 if 32 in common else common[0]})"
+    )
+
+
 def q_vs_qa_maxprob(
     table: Any,
     *,
@@ -313,13 +355,32 @@ def q_vs_qa_maxprob(
 
     ``qa_minus_q`` is the paper's Delta = QA-mode - Q-mode. Model-average rows give Table 1,
     per-model rows Table 20. ``filters`` pins e.g. ``{"k": 32, "encoder": "siglip2"}``.
+
+    K: both modes at the same frame budget, the paper's one K. Unless ``filters`` pins ``k``, the
+    K is the one shared by the Q- and the QA-mode MaxProb rows (:func:`shared_k`), so a table that
+    also holds a Q-mode K ablation (Table 12) still gives this table; several shared K, or none,
+    is an error listing each mode's K. The K used and how it was chosen are in the notes and in
+    ``meta["k"]`` / ``meta["k_choice"]`` (``"given"`` or ``"shared"``).
     """
+    enc = _encode(table)
     f = dict(filters or {})
-    return compare_conditions(
-        table, [Cond("maxprob", "q", f, "q"), Cond("maxprob", "qa", f, "qa")], [("q", "qa")],
+    if f.get("k") is None:
+        f["k"] = shared_k(enc, "maxprob", ("q", "qa"), f)
+        how = "shared"
+        note = f"K = {f['k']}: the frame budget shared by the Q- and QA-mode MaxProb rows"
+        if f["k"] is None:
+            del f["k"]
+    else:
+        how = "given"
+        note = f"K = {f['k']} (given)"
+    res = compare_conditions(
+        enc, [Cond("maxprob", "q", f, "q"), Cond("maxprob", "qa", f, "qa")], [("q", "qa")],
         models=models, benchmarks=benchmarks, groups=groups, n_boot=n_boot, seed=seed,
         name="q_vs_qa_maxprob", title="MaxProb accuracy, Q-mode vs QA-mode (Tables 1, 20)",
     )
+    res.notes.insert(0, note)
+    res.meta.update(k=f["k"], k_choice=how)
+    return res
 
 
 def maxprob_vs_minprob(
@@ -720,64 +781,195 @@ def oracle_gap_vs_abs_fss(
     )
 
 
+#: How :func:`correct_window_centroids` learns a sample's length L (see its docstring).
+CENTROID_LENGTHS = ("n_frames", "oracle_windows")
+
+
+def _json_indices(text: Any) -> list[int] | None:
+    import json
+
+    if text is None:
+        return None
+    try:
+        values = json.loads(text) if isinstance(text, str) else list(text)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(values, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
+        return None
+    return values
+
+
+def _index_stats(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row of a ``frame_indices`` column (JSON lists of ints): (mean, min, max, known).
+
+    Vectorised (pyarrow string kernels + numpy reduceat); a null, empty or malformed list is
+    not ``known``. Falls back to parsing row by row only when the fast path meets a malformed one.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.string())
+    n = len(column)
+    mean, lo, hi = np.full(n, np.nan), np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+    known = np.zeros(n, dtype=bool)
+    if n == 0:
+        return mean, lo, hi, known
+    try:
+        text = pc.utf8_trim(column.cast(pa.string()), " []")
+        ok = pc.fill_null(pc.greater(pc.utf8_length(text), 0), False).to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(ok)
+        if rows.size:
+            parts = pc.split_pattern(text.take(pa.array(rows)), ",")
+            lens = pc.list_value_length(parts).to_numpy(zero_copy_only=False).astype(np.int64)
+            flat = pc.utf8_trim_whitespace(pc.list_flatten(parts))
+            vals = flat.cast(pa.int64()).to_numpy(zero_copy_only=False)
+            starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+            mean[rows] = np.add.reduceat(vals, starts) / lens
+            lo[rows] = np.minimum.reduceat(vals, starts)
+            hi[rows] = np.maximum.reduceat(vals, starts)
+            known[rows] = True
+        return mean, lo, hi, known
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        for i, t in enumerate(column.to_pylist()):
+            idx = _json_indices(t)
+            if idx:
+                mean[i], lo[i], hi[i], known[i] = float(np.mean(idx)), min(idx), max(idx), True
+        return mean, lo, hi, known
+
+
 def correct_window_centroids(
     table: Any,
     diagnosis: Any,
     *,
     oracle: Cond | None = None,
     models: Sequence[str] | None = None,
+    n_frames: Mapping[Any, int] | None = None,
+    length: str = "n_frames",
 ) -> ResultTable:
-    """Table 7: where the correctly answered oracle windows sit, by FSS category.
+    """Table 7: where in the video the correctly answered oracle windows sit, by FSS category.
 
-    Window position: the centre of window w of a sample with W windows is ``(w + 0.5) / W`` (the
-    windows are equally spaced over the video; W = 1 + the largest window index among the sample's
-    oracle rows). A sample's centroid is the mean position of its correctly answered (model,
-    window) pairs; samples with no correct window are counted in ``no_correct_window``. Per
-    benchmark and category: the fractions of centroids in Begin [0, 1/3), Middle [1/3, 2/3),
+    The paper: "Distribution of correct-window centroids across video thirds (Begin: [0,1/3),
+    Middle: [1/3,2/3), End: [2/3,1]). Std is the standard deviation of centroid position". So
+    positions are positions in the video (or the sample's segment), from the frames each window
+    row really showed (``frame_indices``), never from the window's rank among the windows (the
+    window layout starts at frame 0, aligns the last window to the end and subsamples between,
+    so ranks are not evenly spaced positions). Choices:
+
+    * Frame i of a video of L decoded frames sits at ``(i + 0.5) / L``, the centre of its 1/L
+      slot (so L equal windows tiling the video have centres ``(w + 0.5) / W``). A window's
+      position is the mean position of its frames; a sample's centroid is the mean position of
+      its correctly answered (model, window) pairs. Indices are those of the FrameSet: decoded
+      frames of the sample's video, or of its segment when it has start / end, at the run's fps.
+    * L, the number of decoded frames of the sample's video or segment at the run's fps:
+      ``length="n_frames"`` (default) reads it from ``n_frames`` (a mapping ``(benchmark,
+      sample_id)`` or ``sample_id`` -> L) or, when not given, from the table's ``n_frames`` column
+      (:func:`frame_counts_from_table`); a table without that column is an :class:`AnalysisError`
+      naming it, never a fallback to assumed positions. ``length="oracle_windows"`` derives L as
+      1 + the largest frame index among the sample's oracle rows: exact for tempcore's window
+      layout, whose last window ends on the last frame (:mod:`tempcore.selection.windows`), and
+      named in the notes; use it only for tables made that way.
+    * A window row needs its ``frame_indices`` (the column missing is an error naming it); a
+      frame index outside ``[0, L)`` is an error (L and the frames disagree). Samples whose L or
+      whose correct windows' frames are unknown are left out and counted (``no_length``,
+      ``no_frames`` in ``meta`` and the notes); samples with no correct window are counted in
+      ``no_correct_window``.
+
+    Per benchmark and category: the fractions of centroids in Begin [0, 1/3), Middle [1/3, 2/3),
     End [2/3, 1], and the centroids' mean and standard deviation (population SD).
     """
+    if length not in CENTROID_LENGTHS:
+        raise AnalysisError(f"unknown length {length!r}; choose one of {', '.join(CENTROID_LENGTHS)}")
     enc = _encode(table)
     cond = oracle or Cond("oracle")
     mask = enc.rows(cond.strategy, cond.mode, dict(cond.filters))
     enc.check_unambiguous(mask, cond.describe(), dict(cond.filters))
+    if "frame_indices" not in enc.table.column_names:
+        raise AnalysisError(
+            "correct-window centroids need each window's frames: the predictions have no 'frame_indices' column"
+        )
+    if length == "n_frames" and n_frames is None:
+        if "n_frames" not in enc.table.column_names:
+            raise AnalysisError(
+                "correct-window centroids need each sample's length L (decoded frames of its video or segment): "
+                "the predictions have no 'n_frames' column (pass n_frames=..., or length='oracle_windows' to "
+                "take L from the last frame of tempcore's oracle windows)"
+            )
+        n_frames = frame_counts_from_table(enc)
     allowed = np.zeros(len(enc.models), dtype=bool)
     allowed[_model_columns(enc, models)] = True
     rows_all = np.flatnonzero(mask & (enc.rotations() == 0) & allowed[enc.model_code])
-    window = enc.table.column("window").to_numpy(zero_copy_only=False).astype(np.float64)[rows_all]
-    if np.isnan(window).any():
-        raise AnalysisError("oracle rows without a window index")
-    window = window.astype(np.int64)
     sample = enc.sample_code[rows_all]
-    n_windows = np.zeros(enc.n_samples, dtype=np.int64)
-    np.maximum.at(n_windows, sample, window + 1)
     correct = enc.table.column("correct").to_numpy(zero_copy_only=False)[rows_all].astype(bool)
-    pos = (window[correct] + 0.5) / n_windows[sample[correct]]
-    total = np.bincount(sample[correct], weights=pos, minlength=enc.n_samples)
-    count = np.bincount(sample[correct], minlength=enc.n_samples)
+    import pyarrow as pa
+
+    mean_idx, lo, hi, known = _index_stats(enc.table.column("frame_indices").take(pa.array(rows_all, type=pa.int64())))
+    L = np.full(enc.n_samples, np.nan)
+    if length == "n_frames":
+        assert n_frames is not None
+        for i, (b, sid) in enumerate(zip(enc.sample_benchmark, enc.sample_id)):
+            v = n_frames.get((str(b), str(sid)), n_frames.get(str(sid)))
+            if v is not None:
+                if int(v) <= 0:
+                    raise AnalysisError(f"sample {sid!r} of {b!r}: n_frames must be positive, not {v!r}")
+                L[i] = float(v)
+    else:
+        last = np.full(enc.n_samples, -1, dtype=np.int64)
+        np.maximum.at(last, sample[known], hi[known])
+        L[last >= 0] = (last[last >= 0] + 1).astype(np.float64)
+    no_frames = np.zeros(enc.n_samples, dtype=bool)
+    no_frames[sample[correct & ~known]] = True
+    use = correct & known & ~np.isnan(L[sample])
+    bad = use & ((lo < 0) | (hi >= np.nan_to_num(L[sample], nan=0.0)))
+    if bad.any():
+        j = int(np.flatnonzero(bad)[0])
+        s_ = int(sample[j])
+        raise AnalysisError(
+            f"sample {enc.sample_id[s_]!r} of {enc.sample_benchmark[s_]!r}: oracle window shows frames "
+            f"{int(lo[j])}..{int(hi[j])}, outside its {int(L[s_])} frames"
+        )
+    pos = (mean_idx[use] + 0.5) / L[sample[use]]
+    total = np.bincount(sample[use], weights=pos, minlength=enc.n_samples)
+    count = np.bincount(sample[use], minlength=enc.n_samples)
     has_rows = np.bincount(sample, minlength=enc.n_samples) > 0
+    has_correct = np.bincount(sample[correct], minlength=enc.n_samples) > 0
+    no_length = has_correct & np.isnan(L)
+    placed = has_correct & ~no_length & ~no_frames
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroid = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        centroid = np.where(placed, total / np.maximum(count, 1), np.nan)
     _, cat = _aligned(enc, diagnosis)
     bench = np.array(enc.sample_benchmark, dtype=object)
     rows = []
+    meta: dict[str, Any] = {"length": length, "no_length": {}, "no_frames": {}}
     for b in sorted(set(bench[has_rows])):
+        in_b = (bench == b) & has_rows
+        meta["no_length"][b] = int((in_b & no_length).sum())
+        meta["no_frames"][b] = int((in_b & no_frames & ~no_length).sum())
         for c in (*FSS_CATEGORIES, INCOMPLETE):
-            sel = (bench == b) & (cat == c) & has_rows
+            sel = in_b & (cat == c)
             if not sel.any():
                 continue
-            cen = centroid[sel & (count > 0)]
+            cen = centroid[sel & placed]
             n = int(cen.size)
-            row = {"benchmark": b, "fss_category": c, "n": n, "no_correct_window": int(sel.sum()) - n,
+            row = {"benchmark": b, "fss_category": c, "n": n, "no_correct_window": int((sel & ~has_correct).sum()),
                    "begin": None, "middle": None, "end": None, "mean": None, "std": None}
             if n:
                 row.update(begin=float((cen < 1 / 3).mean()), middle=float(((cen >= 1 / 3) & (cen < 2 / 3)).mean()),
                            end=float((cen >= 2 / 3).mean()), mean=float(cen.mean()), std=float(cen.std()))
             rows.append(row)
+    source = ("L from the n_frames column" if length == "n_frames" else
+              "L = 1 + the last frame index of the sample's oracle windows (tempcore's layout ends on the last frame)")
+    notes = [f"position of frame i = (i + 0.5) / L, {source}; window = mean of its frames; "
+             "thirds: Begin [0,1/3), Middle [1/3,2/3), End [2/3,1]"]
+    left_out = {k: sum(v.values()) for k, v in (("no_length", meta["no_length"]), ("no_frames", meta["no_frames"]))}
+    if left_out["no_length"]:
+        notes.append(f"{left_out['no_length']} sample(s) with correct windows but no L left out (no_length)")
+    if left_out["no_frames"]:
+        notes.append(f"{left_out['no_frames']} sample(s) with a correct window without frame_indices left out")
     return ResultTable(
         "correct_window_centroids", "Correct-window centroids by FSS category (Table 7)",
         ["benchmark", "fss_category", "n", "no_correct_window", "begin", "middle", "end", "mean", "std"], rows,
-        notes=["window centre = (w + 0.5) / W; thirds: Begin [0,1/3), Middle [1/3,2/3), End [2/3,1]"],
-        percent=("begin", "middle", "end"),
+        notes=notes, percent=("begin", "middle", "end"), meta=meta,
     )
 
 
@@ -917,10 +1109,18 @@ def abs_fss_by_coverage(
 ) -> ResultTable:
     """Table 14: mean |FSS| per benchmark for samples binned by frame coverage K / L.
 
+    The paper: "mean |FSS| binned by frame coverage K/L, the ratio of the frame budget to the
+    number of scored frames" (K = 32; the cell is the panel-average |FSS| of the bin's samples).
     ``n_frames`` maps ``(benchmark, sample_id)`` or ``sample_id`` to L, the number of scored
-    frames (see :func:`frame_counts_from_table`). Bins: ``[0, e0)``, ``[e0, e1)``, ...,
-    ``[e_last, inf)`` labelled ``<0.10``, ``0.10-0.25``, ..., ``>=1.00``; empty bins are absent.
-    Samples without an FSS or an L are counted in ``meta``.
+    frames: the frames decoded from the sample's video (or its segment, when it has start / end)
+    at the run's fps, which every frame was scored on (see :func:`frame_counts_from_table`). K is
+    the budget, not the frames shown, so a video shorter than K has K / L > 1.
+
+    Bins (the paper names only "< 0.10"; the others are our choice, ``edges``):
+    ``[0, e0)``, ``[e0, e1)``, ..., ``[e_last, inf)``, labelled ``<0.10``, ``0.10-0.25``, ...,
+    ``>=1.00`` with the default edges (0.10, 0.25, 0.50, 1.00); a K / L on an edge goes to the bin
+    above it. Empty bins are absent (the paper's "–"). Samples without an FSS or an L are counted
+    in ``meta`` (``no_fss``, ``no_frame_count``).
     """
     e = [float(x) for x in edges]
     if any(b <= a for a, b in zip(e, e[1:])) or any(x <= 0 for x in e):
@@ -950,8 +1150,45 @@ def abs_fss_by_coverage(
             if in_bin.any():
                 rows.append({"benchmark": bench, "coverage": label, "n": int(in_bin.sum()),
                              "mean_abs_fss": float(np.abs(f[in_bin]).mean())})
+    spans = [f"[0, {e[0]:g})"] + [f"[{a:g}, {b:g})" for a, b in zip(e, e[1:])] + [f"[{e[-1]:g}, inf)"]
+    notes = [f"K/L bins {', '.join(spans)}; the paper names only '<0.10', the other edges are tempcore's choice"]
+    meta["edges"] = e
     return ResultTable("abs_fss_by_coverage", f"|FSS| by frame coverage K/L, K={k} (Table 14)",
-                       ["benchmark", "coverage", "n", "mean_abs_fss"], rows, percent=("mean_abs_fss",), meta=meta)
+                       ["benchmark", "coverage", "n", "mean_abs_fss"], rows, notes=notes, percent=("mean_abs_fss",),
+                       meta=meta)
+
+
+def frame_coverage(
+    table: Any,
+    diagnosis: Any,
+    *,
+    k: int | None = None,
+    edges: Sequence[float] = DEFAULT_COVERAGE_EDGES,
+) -> ResultTable:
+    """Table 14 straight from a predictions table: L from its ``n_frames`` column, K from its rows.
+
+    L per sample comes from :func:`frame_counts_from_table` (a table without ``n_frames`` is an
+    :class:`AnalysisError` naming the column). K: ``k`` if given, else the diagnosis' ``k``
+    filter, else the one K of the MaxProb / MinProb rows in the diagnosis' FSS mode (several K
+    is an error listing them). The K used is in the title, the notes and ``meta["k"]``.
+    """
+    enc = _encode(table)
+    params = getattr(diagnosis, "params", {}) or {}
+    how = "given"
+    if k is None:
+        k = (params.get("filters") or {}).get("k")
+        how = "the diagnosis' k"
+    if k is None:
+        mode = params.get("fss_mode", "qa")
+        ks = sorted(set(_distinct(enc, enc.rows("maxprob", mode), "k")) | set(_distinct(enc, enc.rows("minprob", mode),
+                                                                                          "k")))
+        if len(ks) != 1:
+            raise AnalysisError(f"MaxProb / MinProb ({mode}-mode) rows have K values {ks}; choose one (--k)")
+        k = int(ks[0])
+        how = f"the K of the MaxProb / MinProb {mode}-mode rows"
+    res = abs_fss_by_coverage(diagnosis, frame_counts_from_table(enc), k=int(k), edges=edges)
+    res.notes.insert(0, f"K = {k} ({how}); L = the n_frames column (decoded frames of the video or segment)")
+    return res
 
 
 # --- human validation (Tables 8–10, Figs. 7, 8) ------------------------------------------------
@@ -1191,11 +1428,25 @@ def external_ranking_correlation(
 # --- contamination probes (Tables 15, 16) ------------------------------------------------------
 
 
+def noframe_only_models(table: Any) -> list[str]:
+    """The models with no-frame rows but no MaxProb / MinProb row (any mode): text-only LLM probes.
+
+    They are outside the diagnosis' panel by default (:mod:`tempcore.diagnostics.core`): the
+    contamination probe (:func:`text_only_probe`, Table 15) is where they are reported.
+    """
+    enc = _encode(table)
+    scored = enc.rows("maxprob", None) | enc.rows("minprob", None)
+    noframe = enc.rows("noframe", None)
+    has_scored = np.bincount(enc.model_code[scored], minlength=len(enc.models)) > 0
+    has_noframe = np.bincount(enc.model_code[noframe], minlength=len(enc.models)) > 0
+    return sorted(m for j, m in enumerate(enc.models) if has_noframe[j] and not has_scored[j])
+
+
 def text_only_probe(
     table: Any,
     *,
-    vlm_models: Sequence[str],
-    text_models: Sequence[str],
+    vlm_models: Sequence[str] | None = None,
+    text_models: Sequence[str] | None = None,
     condition: Cond | None = None,
     text_condition: Cond | None = None,
     benchmarks: Sequence[str] | None = None,
@@ -1209,8 +1460,17 @@ def text_only_probe(
     all models) and the shift with a bootstrap interval over samples; ``level="model"`` rows give
     each model's accuracy on the same samples. ``condition`` defaults to ``noframe`` (any mode) for
     the VLMs; ``text_condition`` (default: the same) for the text-only models.
+
+    Default models: ``text_models`` the models with only no-frame rows
+    (:func:`noframe_only_models`, the probes the diagnosis leaves out of its LIS panel);
+    ``vlm_models`` the models with MaxProb / MinProb rows (the diagnosis' panel).
     """
     enc = _encode(table)
+    if text_models is None:
+        text_models = noframe_only_models(enc)
+    if vlm_models is None:
+        scored = enc.rows("maxprob", None) | enc.rows("minprob", None)
+        vlm_models = sorted({enc.models[j] for j in np.unique(enc.model_code[scored])})
     if not vlm_models or not text_models:
         raise AnalysisError("the probe needs at least one VLM and one text-only model")
     overlap = sorted(set(vlm_models) & set(text_models))
@@ -1294,6 +1554,7 @@ def same_backbone_control(
 
 
 __all__ = [
+    "CENTROID_LENGTHS",
     "DEFAULT_COVERAGE_EDGES",
     "DEFAULT_GROUPS",
     "DEFAULT_LAMBDAS",
@@ -1311,6 +1572,7 @@ __all__ = [
     "encoder_comparison",
     "external_ranking_correlation",
     "frame_counts_from_table",
+    "frame_coverage",
     "human_category_tests",
     "human_metric_correlations",
     "human_scores_by_category",
@@ -1320,6 +1582,7 @@ __all__ = [
     "key_antikey_fractions",
     "lis_fss_spearman",
     "maxprob_vs_minprob",
+    "noframe_only_models",
     "oracle_gap_by_fss_bin",
     "oracle_gap_by_fss_category",
     "oracle_gap_per_sample",
@@ -1328,6 +1591,7 @@ __all__ = [
     "q_vs_qa_maxprob",
     "same_backbone_control",
     "sample_oracle_gaps",
+    "shared_k",
     "strategy_baselines",
     "text_only_probe",
     "threshold_sweep",

@@ -18,8 +18,18 @@ Choices the paper leaves open, made here:
   rotations of the options. The formulas above are unchanged.
 * Thresholds compare values rounded to 12 decimals, so a sample whose FSS is exactly tau up to
   floating-point error (e.g. 3/20 with tau 0.15) is Non-key, as the paper's ``<=`` says.
+* The panel M. The paper uses one model set in Eq. 4 and Eq. 5, the VLMs, and keeps it for LIS
+  when it probes text-only LLMs: "per-sample LIS throughout the paper remains the 8-VLM quantity"
+  (§C.4, Table 15). So by default (``lis_panel="fss"``) the LIS panel of a benchmark *is* its FSS
+  panel: the models with MaxProb or MinProb rows for it. A model with only no-frame rows (a
+  text-only LLM probe) is left out of LIS and reported by the contamination analyses (Table 15)
+  beside it. ``lis_panel="all"`` joins every model with no-frame rows for the benchmark to the
+  LIS panel (Table 15's "panel + text-only LLMs", per sample); the diagnosis' params name the rule
+  and the models joined. See :func:`lis_panel_columns`.
 * A sample lacking a needed value from any model of its benchmark's panel is *incomplete*: it gets
-  no score and is excluded from every count, which reports it separately.
+  no score and is excluded from every count, which reports it separately. A VLM of the FSS panel
+  without no-frame rows therefore makes the LIS of the samples it lacks incomplete (never a
+  smaller panel).
 * N in TPI counts the complete samples. When every complete sample is Trivial the TPI is undefined
   and reported as ``None``, not as 0.
 """
@@ -29,6 +39,8 @@ from __future__ import annotations
 import numpy as np
 
 FSS_CATEGORIES = ("key", "non_key", "anti_key")
+#: Who is in the LIS panel: ``fss`` (the paper: the FSS panel, the VLMs) or ``all`` (+ text-only probes).
+LIS_PANELS = ("fss", "all")
 CATEGORIES = ("trivial", "frame_agnostic", "temporally_grounded", "visual_bias")
 INCOMPLETE = "incomplete"
 _DECIMALS = 12
@@ -56,6 +68,23 @@ def fss(plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
 def lis(noframe: np.ndarray) -> np.ndarray:
     """Eq. 5: 1 - per-sample mean over models of no-frame correctness."""
     return 1.0 - panel_mean(noframe)
+
+
+def lis_panel_columns(fss_panel: np.ndarray, noframe_models: np.ndarray, rule: str = "fss") -> np.ndarray:
+    """The model columns of a benchmark's LIS panel (Eq. 5's M) under ``rule`` (module docstring).
+
+    ``fss_panel``: the columns of its FSS panel (models with MaxProb / MinProb rows);
+    ``noframe_models``: the columns of the models with no-frame rows. ``fss`` returns the FSS
+    panel unchanged (the paper's one M); ``all`` returns the sorted union (text-only probes
+    joined). A model of the FSS panel is never dropped for lacking no-frame rows: its samples
+    are incomplete instead.
+    """
+    if rule not in LIS_PANELS:
+        raise ValueError(f"unknown LIS panel rule {rule!r}; choose one of {', '.join(LIS_PANELS)}")
+    fss_panel = np.asarray(fss_panel, dtype=np.int64)
+    if rule == "fss":
+        return fss_panel
+    return np.union1d(fss_panel, np.asarray(noframe_models, dtype=np.int64))
 
 
 def _rounded(x: np.ndarray) -> np.ndarray:
