@@ -9,16 +9,20 @@ The recipe (what installing lmms-eval 0.7.3 on these CPU machines needs; found b
 
 1. ``python -m venv`` with the interpreter running the tests;
 2. ``pip install torch==2.13.0`` first (the CPU build: these machines' pip finds ``+cpu`` wheels);
-3. ``pip install lmms-eval==0.7.3 -c constraints.txt`` with ``torch==2.13.0`` pinned: without the pin
-   pip replaces the CPU torch by CUDA torch 2.14.1 plus ~4 GB of nvidia-* wheels, because lmms-eval
-   requires ``torchvision`` and the newest torchvision (0.29.1) requires torch 2.14.1;
+3. ``pip install lmms-eval==0.7.3 -c constraints.txt`` with ``torch==2.13.0`` and ``filelock<4``
+   pinned. Without the torch pin pip replaces the CPU torch by CUDA torch 2.14.1 plus ~4 GB of
+   nvidia-* wheels (6.9 GB venv), because lmms-eval requires ``torchvision`` and the newest
+   torchvision (0.29.1) requires torch 2.14.1. Without ``filelock<4`` (pip picks filelock 4.3.1)
+   every evaluation stops with "No module named 'filelock._api'" (lmms-eval 0.7.3's
+   ``evaluator._enable_reentrant_filelocks`` imports that private module, gone in filelock 4) --
+   logged as an error, and ``python -m lmms_eval`` still exits 0;
 4. ``pip uninstall -y torchvision``: PyPI's torchvision is CUDA-linked and breaks transformers' image
    processors on CPU machines; lmms-eval's CLI, task loading, the ``dummy`` model and a plain registered
    model class import without it (the video models that need it are not used here).
 
-``filelock``: lmms-eval 0.7.3 itself works with the filelock 4.x that torch pulls in here
-(datasets 5.x accepts it); no ``filelock<4`` pin was needed in this recipe. ``LMMS_PIN_EXTRA`` adds
-constraints (e.g. ``filelock<4``) if a future resolution needs them.
+The result: lmms-eval 0.7.3, torch 2.13.0+cpu, filelock 3.x, datasets 5.2, transformers 5.x; ~2.4 GB.
+``LMMS_PIN_EXTRA`` (comma-separated) adds constraints should a future resolution need more. The stamp
+file holds the recipe; a venv built by another recipe is rebuilt.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from pathlib import Path
 
 LMMS_EVAL_VERSION = os.environ.get("TEMPCORE_LMMS_VERSION", "0.7.3")
 TORCH = "torch==2.13.0"
+PINS = (TORCH, "filelock<4")
 STAMP = ".tempcore-lmms-installed"
 
 
@@ -60,6 +65,11 @@ def _run(cmd: list[str], log: Path, timeout: float) -> None:
         raise LmmsInstallError(f"failed (exit {proc.returncode}): {' '.join(cmd)}\n--- log tail ---\n{tail}")
 
 
+def _recipe(version: str) -> str:
+    extra = os.environ.get("LMMS_PIN_EXTRA", "")
+    return f"lmms-eval=={version}; {'; '.join(PINS)}; {extra}; no torchvision\n"
+
+
 def ensure_lmms_venv(version: str = LMMS_EVAL_VERSION, timeout: float = 1800.0) -> tuple[Path, float]:
     """The venv's python, building the venv when it is absent; and the seconds spent installing (0 if cached)."""
     root = venv_dir(version)
@@ -67,7 +77,9 @@ def ensure_lmms_venv(version: str = LMMS_EVAL_VERSION, timeout: float = 1800.0) 
     root.parent.mkdir(parents=True, exist_ok=True)
     with open(root.parent / f"{root.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # another session building it: wait for it
-        if (root / STAMP).exists() and python.exists():
+        recipe = _recipe(version)
+        stamp = root / STAMP
+        if stamp.exists() and python.exists() and stamp.read_text(encoding="utf-8") == recipe:
             return python, 0.0
         start = time.monotonic()
         log = root.parent / f"{root.name}.install.log"
@@ -81,12 +93,12 @@ def ensure_lmms_venv(version: str = LMMS_EVAL_VERSION, timeout: float = 1800.0) 
         _run([*pip, TORCH], log, timeout)
         constraints = root / "constraints.txt"
         extra = [c for c in os.environ.get("LMMS_PIN_EXTRA", "").split(",") if c.strip()]
-        constraints.write_text("\n".join([TORCH, *extra]) + "\n", encoding="utf-8")
+        constraints.write_text("\n".join([*PINS, *extra]) + "\n", encoding="utf-8")
         _run([*pip, f"lmms-eval=={version}", "-c", str(constraints)], log, timeout)
         _run([str(python), "-m", "pip", "uninstall", "-y", "-q", "torchvision"], log, 300)
-        _run([str(python), "-c", "import lmms_eval.evaluator, lmms_eval.models, torch; print(torch.__version__)"],
-             log, 600)
-        (root / STAMP).write_text(version + "\n", encoding="utf-8")
+        _run([str(python), "-c", "import filelock._api, lmms_eval.evaluator, lmms_eval.models, torch; "
+              "print(torch.__version__)"], log, 600)
+        stamp.write_text(recipe, encoding="utf-8")
         return python, time.monotonic() - start
 
 
