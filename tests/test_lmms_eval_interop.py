@@ -125,7 +125,7 @@ def round_trip(lmms_python, tmp_path_factory):
         "styles": _lmms_eval(python, "tempcore_styles", "", task_dir, tmp / "out_styles", env),
     }
     print(f"\nlmms-eval install {install_s:.0f} s, two lmms-eval runs {time.monotonic() - start:.0f} s")
-    return {"tmp": tmp, "docs": docs, "runs": runs, "planted": world.planted()}
+    return {"tmp": tmp, "docs": docs, "runs": runs, "planted": world.planted(), "annotations": world.annotations}
 
 
 def _tempcore_scores(responses: list[str], docs: list[dict]) -> dict[str, tuple[float, int]]:
@@ -193,3 +193,22 @@ def test_import_the_log_without_flags(round_trip, model: str, capsys) -> None:
     assert {r[0] for r in rows} == {BENCH}
     assert sorted(r[1] for r in rows) == sorted(d["sample_id"] for d in docs)
     assert {r[1]: float(r[2]) for r in rows} == lmms_score
+
+
+def test_import_joined_with_the_annotations(round_trip, capsys) -> None:
+    """With the benchmark's annotations the import checks every id and option list against them and
+    reports the samples of the benchmark the log has no response for (the rest of the world)."""
+    tmp, run = round_trip["tmp"], round_trip["runs"]["styles"]
+    rc = main(["import", "lmms-eval", str(run["samples"]), "--store", str(tmp / "joined.sqlite"), "--model", "s",
+               "--k", "8", "--annotations", f"{BENCH}={round_trip['annotations']}"])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert "28 predictions of tempcore-world read" in out and "28 sample(s) of tempcore-world have no response" in out
+
+
+def test_a_failed_install_step_fails_and_says_why(tmp_path: Path) -> None:
+    """The installer never degrades to a skip: a failing step raises with the command and its output."""
+    from lmms_interop.lmms_env import _run
+
+    with pytest.raises(LmmsInstallError, match=r"failed \(exit 3\).*no such package here"):
+        _run([sys.executable, "-c", "import sys; print('no such package here'); sys.exit(3)"], tmp_path / "log", 60)

@@ -21,11 +21,15 @@ Metrics, all on one scale (fractions 0-1, like ``score``, so lmms-eval's ``_stde
 ``tempcore_<category>_accuracy`` over the documents of that category only.
 """
 
+from __future__ import annotations
+
 import hashlib
 import importlib.util
 import json
 import os
 import sys
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -33,12 +37,12 @@ CATEGORIES = ("temporally_grounded", "visual_bias")
 DEFAULT_POST_PROMPT = "Answer with the option's letter from the given choices directly."
 
 
-def _load_manifest():
+def _load_manifest() -> dict[str, Any]:
     with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as fh:
         return json.load(fh)
 
 
-def _load_extractor():
+def _load_extractor() -> tuple[Any, str]:
     """The verbatim copy of tempcore's extractor next to this file (a unique module name per folder)."""
     path = os.path.join(HERE, "tempcore_extractor.py")
     with open(path, "rb") as fh:
@@ -53,10 +57,10 @@ def _load_extractor():
     return module, digest
 
 
-_STATE = {}
+_STATE: dict[str, Any] = {}
 
 
-def _state():
+def _state() -> dict[str, Any]:
     """manifest, extractor module and its SHA-256, read on first use (importing this file reads nothing)."""
     if not _STATE:
         extractor, digest = _load_extractor()
@@ -64,16 +68,16 @@ def _state():
     return _STATE
 
 
-def benchmark():
+def benchmark() -> str:
     return _state()["manifest"]["benchmark"]
 
 
-def video_root():
+def video_root() -> str | None:
     """Where relative video paths resolve: ``TEMPCORE_VIDEO_ROOT`` if set, else the export's video root."""
     return os.environ.get("TEMPCORE_VIDEO_ROOT") or _state()["manifest"].get("video_root")
 
 
-def video_path(doc):
+def video_path(doc: dict[str, Any]) -> str:
     """The sample's video: absolute as given, else joined to the video root."""
     video = doc["video"]
     root = video_root()
@@ -82,7 +86,7 @@ def video_path(doc):
     return os.path.join(root, video)
 
 
-def doc_to_visual(doc):
+def doc_to_visual(doc: dict[str, Any]) -> list[str]:
     """[path of the video] (the whole file; lmms-eval models sample frames themselves)."""
     path = video_path(doc)
     if not os.path.exists(path):
@@ -93,7 +97,7 @@ def doc_to_visual(doc):
     return [path]
 
 
-def doc_to_text(doc, lmms_eval_specific_kwargs=None):
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """pre_prompt + question + one "A. text" line per option + post_prompt."""
     kwargs = lmms_eval_specific_kwargs or {}
     pre = kwargs.get("pre_prompt", "")
@@ -102,18 +106,18 @@ def doc_to_text(doc, lmms_eval_specific_kwargs=None):
     return pre + doc["question"] + "\n" + "\n".join(lines) + ("\n" + post if post else "")
 
 
-def doc_to_target(doc):
+def doc_to_target(doc: dict[str, Any]) -> str:
     """The correct option's letter."""
     return LETTERS[int(doc["answer"])]
 
 
-def parse_choice(response, options):
+def parse_choice(response: str, options: Sequence[str]) -> Any:
     """tempcore's extraction of ``response``: an object with ``index`` (None on a parse failure),
     ``letter``, ``method`` and ``error``."""
     return _state()["extractor"].extract_choice(response, list(options))
 
 
-def process_results(doc, results):
+def process_results(doc: dict[str, Any], results: Sequence[Any]) -> dict[str, dict[str, Any]]:
     """Score one response: 1.0 when it names the correct option; a parse failure is 0.0."""
     response = results[0] if results else ""
     if not isinstance(response, str):
@@ -142,23 +146,23 @@ def process_results(doc, results):
     return out
 
 
-def _mean(items):
+def _mean(items: Iterable[dict[str, Any]]) -> float:
     items = list(items)
     if not items:
         return float("nan")
     return sum(float(i["score"]) for i in items) / len(items)
 
 
-def aggregate_accuracy(results):
+def aggregate_accuracy(results: list[dict[str, Any]]) -> float:
     """Accuracy (fraction 0-1) over the whole subset."""
     return _mean(results)
 
 
-def aggregate_temporally_grounded_accuracy(results):
+def aggregate_temporally_grounded_accuracy(results: list[dict[str, Any]]) -> float:
     """Accuracy (fraction 0-1) over the Temporally Grounded samples (FSS > tau)."""
     return _mean(r for r in results if r["category"] == "temporally_grounded")
 
 
-def aggregate_visual_bias_accuracy(results):
+def aggregate_visual_bias_accuracy(results: list[dict[str, Any]]) -> float:
     """Accuracy (fraction 0-1) over the Visual Bias samples (FSS < -tau)."""
     return _mean(r for r in results if r["category"] == "visual_bias")
