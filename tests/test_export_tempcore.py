@@ -5,6 +5,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -165,14 +167,28 @@ def test_lmms_eval_task_folder(setup, tmp_path: Path, monkeypatch) -> None:
         (tmp_path / "vids" / "videos" / f"{sid}.mp4").write_bytes(b"\0")
     paths = export_tempcore(diagnose(table), {"bench": loaded}, tmp_path / "out", "lmms-eval")
     folder = tmp_path / "out" / "bench"
-    assert sorted(p.name for p in paths) == ["manifest.json", "tempcore_bench.jsonl", "tempcore_bench.yaml", "utils.py"]
+    assert sorted(p.name for p in paths) == ["manifest.json", "tempcore_bench.jsonl", "tempcore_bench.yaml",
+                                             "tempcore_extractor.py", "utils.py"]
     config = yaml.load((folder / "tempcore_bench.yaml").read_text(), Loader=_function_loader())
     assert config["task"] == "tempcore_bench" and config["tag"] == "tempcore"
     assert config["dataset_path"] == "json" and config["test_split"] == "test"
-    data_file = Path(config["dataset_kwargs"]["data_files"]["test"])
-    assert data_file.is_absolute() and data_file == (folder / "tempcore_bench.jsonl").resolve()
-    assert config["output_type"] == "generate_until"
-    utils = _import(folder / "utils.py", "tempcore_bench_utils")
+    # relative to the YAML (lmms-eval 0.7 resolves it there): the folder can move
+    assert config["dataset_kwargs"]["data_files"]["test"] == "tempcore_bench.jsonl"
+    assert config["output_type"] == "generate_until" and config["cluster_key"] == "video"
+    # the task's Python files are the package's own modules, byte for byte; the manifest keeps hashes
+    manifest = json.loads((folder / "manifest.json").read_text())
+    for name, module in (("utils.py", "_lmms_task.py"), ("tempcore_extractor.py", "extractor.py")):
+        assert (folder / name).read_bytes() == (SRC / module).read_bytes()
+        key = name.removesuffix(".py")
+        assert manifest["files"][f"{key}_sha256"] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
+    assert manifest["video_root"] == str((tmp_path / "vids").resolve())
+
+    # moved elsewhere, the folder still works (nothing in it names its old place)
+    moved = tmp_path / "moved" / "task"
+    shutil.copytree(folder, moved)
+    shutil.rmtree(tmp_path / "out")
+    data_file = moved / "tempcore_bench.jsonl"
+    utils = _import(moved / "utils.py", "tempcore_bench_utils")
     # every !function the YAML names exists in utils.py
     functions = [config[k] for k in ("doc_to_visual", "doc_to_text", "doc_to_target", "process_results")]
     functions += [m["aggregation"] for m in config["metric_list"]]
@@ -188,7 +204,7 @@ def test_lmms_eval_task_folder(setup, tmp_path: Path, monkeypatch) -> None:
     docs = [json.loads(x) for x in data_file.read_text(encoding="utf-8").splitlines()]
     assert [d["sample_id"] for d in docs] == EXPECTED_SUBSET
     kwargs = config["lmms_eval_specific_kwargs"]["default"]
-    results = []
+    per_metric: dict[str, list] = {m: [] for m in metrics}
     for doc in docs:
         assert isinstance(doc["metadata"], str) and json.loads(doc["metadata"])["task_type"]
         assert utils.doc_to_visual(doc) == [str(tmp_path / "vids" / doc["video"])]
@@ -199,30 +215,109 @@ def test_lmms_eval_task_folder(setup, tmp_path: Path, monkeypatch) -> None:
         assert target == "ABC"[doc["answer"]]
         good = utils.process_results(doc, [f"The answer is ({target})."])
         bad = utils.process_results(doc, ["I cannot tell."])
-        assert set(good) == set(metrics)
-        assert good["tempcore_accuracy"]["score"] == 1.0 and bad["tempcore_accuracy"]["score"] == 0.0
-        results.append(good["tempcore_accuracy"] if doc["sample_id"] != "s7" else bad["tempcore_accuracy"])
-    assert utils.aggregate_accuracy(results) == pytest.approx(200 / 3)
-    assert utils.aggregate_temporally_grounded_accuracy(results) == pytest.approx(50.0)
-    assert utils.aggregate_visual_bias_accuracy(results) == pytest.approx(100.0)
+        # a category metric receives its own documents only
+        assert set(good) == {"tempcore_accuracy", f"tempcore_{doc['category']}_accuracy"}
+        item = good["tempcore_accuracy"]
+        assert item["score"] == 1.0 and bad["tempcore_accuracy"]["score"] == 0.0
+        # self-describing: the import needs nothing else
+        assert (item["benchmark"], item["sample_id"], item["video"]) == ("bench", doc["sample_id"], doc["video"])
+        assert item["options"] == ["first", "second", "third"] and item["answer"] == doc["answer"]
+        assert item["category"] == doc["category"] and item["parsed"] == target and item["target"] == target
+        assert bad["tempcore_accuracy"]["parsed"] is None and bad["tempcore_accuracy"]["parse_error"]
+        assert item["extractor_sha256"] == manifest["files"]["tempcore_extractor_sha256"]
+        for metric, value in (good if doc["sample_id"] != "s7" else bad).items():
+            per_metric[metric].append(value)
+    assert len(per_metric["tempcore_temporally_grounded_accuracy"]) == 2
+    assert len(per_metric["tempcore_visual_bias_accuracy"]) == 1
+    # one scale: fractions, like the items' score (which lmms-eval's standard errors use)
+    assert utils.aggregate_accuracy(per_metric["tempcore_accuracy"]) == pytest.approx(2 / 3)
+    assert utils.aggregate_temporally_grounded_accuracy(per_metric["tempcore_temporally_grounded_accuracy"]) == 0.5
+    assert utils.aggregate_visual_bias_accuracy(per_metric["tempcore_visual_bias_accuracy"]) == 1.0
     # a missing video is a clear error, and TEMPCORE_VIDEO_ROOT redirects the root
     monkeypatch.setenv("TEMPCORE_VIDEO_ROOT", str(tmp_path / "elsewhere"))
     with pytest.raises(FileNotFoundError, match="s1"):
         utils.doc_to_visual(docs[0])
 
 
-def test_lmms_eval_utils_work_without_tempcore(setup, tmp_path: Path, monkeypatch) -> None:
+SRC = Path(__file__).resolve().parent.parent / "src" / "tempcore"
+CORPUS = Path(__file__).parent / "data" / "answer_corpus.jsonl"
+
+_PLAIN_PYTHON_PROBE = r"""
+import importlib.util, json, sys
+folder, corpus = sys.argv[1], sys.argv[2]
+try:
+    import tempcore  # noqa: F401
+    print(json.dumps({"tempcore_importable": True}))
+    sys.exit(0)
+except ImportError:
+    pass
+spec = importlib.util.spec_from_file_location("utils", folder + "/utils.py")
+utils = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(utils)
+extractor = utils._state()["extractor"]
+out = []
+for line in open(corpus, encoding="utf-8"):
+    row = json.loads(line)
+    e = extractor.extract_choice(row["response"], row.get("options"), row.get("n_options"))
+    out.append([e.index, e.letter, e.method, e.error])
+styles = json.loads(sys.argv[3])
+docs = [json.loads(x) for x in open(folder + "/" + sys.argv[4], encoding="utf-8")]
+scores = [utils.process_results(docs[i % len(docs)], [r])["tempcore_accuracy"]["score"] for i, r in enumerate(styles)]
+print(json.dumps({"tempcore_importable": False, "modules": sorted(sys.modules), "corpus": out, "styles": scores}))
+"""
+
+
+def test_exported_parser_is_tempcore_s_extractor_without_tempcore(setup, tmp_path: Path) -> None:
+    """In a Python with the standard library only (no site-packages, no tempcore), the exported task
+    parses the whole answer corpus, and the 28 response styles, exactly as ``tempcore.answers`` does."""
+    from lmms_interop.styles import STYLES, styled_response
+    from tempcore.answers import extract_choice
+
     table, _, loaded = setup
     export_tempcore(diagnose(table), {"bench": loaded}, tmp_path / "out", "lmms-eval")
-    monkeypatch.setitem(sys.modules, "tempcore.answers", None)  # `from tempcore.answers import` fails
-    utils = _import(tmp_path / "out" / "bench" / "utils.py", "tempcore_bench_utils_plain")
-    options = ["first", "second", "third"]
-    assert utils.parse_choice("B", options) == 1
-    assert utils.parse_choice("(C) third", options) == 2
-    assert utils.parse_choice("The answer is A.", options) == 0
-    assert utils.parse_choice("A) or B)?", options) is None
-    assert utils.parse_choice("The answer is D", options) is None  # no option D
-    assert utils.parse_choice("no idea", options) is None
+    folder = tmp_path / "out" / "bench"
+    docs = [json.loads(x) for x in (folder / "tempcore_bench.jsonl").read_text(encoding="utf-8").splitlines()]
+    responses = [styled_response(i, docs[i % len(docs)]["options"], docs[i % len(docs)]["answer"])
+                 for i in range(2 * len(STYLES))]
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _PLAIN_PYTHON_PROBE, str(folder), str(CORPUS), json.dumps(responses),
+         "tempcore_bench.jsonl"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["tempcore_importable"] is False
+    assert not any(m == "tempcore" or m.startswith("tempcore.") for m in got["modules"])
+    rows = [json.loads(x) for x in CORPUS.read_text(encoding="utf-8").splitlines()]
+    assert len(got["corpus"]) == len(rows) == 267
+    for row, plain in zip(rows, got["corpus"]):
+        e = extract_choice(row["response"], row.get("options"), row.get("n_options"))
+        assert plain == [e.index, e.letter, e.method, e.error], row["id"]
+    expected = [float(extract_choice(r, docs[i % len(docs)]["options"]).index == docs[i % len(docs)]["answer"])
+                for i, r in enumerate(responses)]
+    assert got["styles"] == expected
+    # tempcore reads every style: gold in two documents of three, a wrong option in the third
+    assert expected == [float(i % 3 != 2) for i in range(len(responses))]
+
+
+def test_extractor_imports_the_standard_library_only() -> None:
+    import ast
+
+    for module in ("extractor.py", "_lmms_task.py"):
+        tree = ast.parse((SRC / module).read_text(encoding="utf-8"))
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                assert node.level == 0, f"{module}: relative import"
+                names.add(str(node.module).split(".")[0])
+        outside = sorted(n for n in names if n not in sys.stdlib_module_names and n != "__future__")
+        assert not outside, f"{module} imports {outside}: the exported copy must import on its own"
+    from tempcore import answers, extractor
+    from tempcore.records import LETTERS
+
+    assert extractor.LETTERS == LETTERS and answers.Extraction is extractor.Extraction
 
 
 def test_errors_name_the_problem(setup, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
 """The tidy predictions table: building, writing / reading CSV, Parquet and JSONL, validation,
-importing tidy tables and lmms-eval logs, and the ``tempcore export`` / ``tempcore import`` commands."""
+importing tidy tables, and the ``tempcore export`` / ``tempcore import table`` commands
+(lmms-eval and response-file imports: test_importers.py)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,8 @@ from tempcore.records import Condition, FrameSet, Prediction, Sample
 from tempcore.store import RunStore
 from tempcore.tidy import (
     REQUIRED_COLUMNS,
-    LmmsEvalImportError,
     PredictionsTableError,
-    import_lmms_eval,
     import_table,
-    lmms_eval_task_name,
     predictions_table,
     read_predictions,
     table_to_predictions,
@@ -323,97 +321,6 @@ def test_table_import_needs_answers_and_consistent_conditions(tmp_path: Path) ->
         table_to_predictions(pa.table(cols), "ext.csv")
 
 
-# --- lmms-eval ----------------------------------------------------------------------------
-
-VIDEOMME_OPTIONS = ["A. A red car.", "B. A blue bus.", "C. A green bike.", "D. A dog."]
-
-
-def _lmms_lines() -> list[dict]:
-    def line(doc_id: int, qid: str, target: object, resp: str, **extra: object) -> dict:
-        return {
-            "doc_id": doc_id,
-            "doc": {"question_id": qid, "options": VIDEOMME_OPTIONS, "question": "What passes by?"},
-            "target": target,
-            "arguments": [],
-            "resps": [[resp]],
-            "filtered_resps": [resp],
-            "doc_hash": f"h{doc_id}",
-            "input": f"prompt {doc_id}",
-            "videomme_perception_score": {"question_id": qid, "duration": "short", "pred_answer": resp[:1]},
-            **extra,
-        }
-
-    return [
-        line(0, "001-1", "B", "B"),
-        line(1, "001-2", "C", "The answer is (A)."),
-        line(2, "001-3", "A. A red car.", "I cannot tell from these frames."),
-        line(3, "001-4", "A green bike.", "C. A green bike."),
-        line(4, "001-5", 3, "**D**", prompt_hash="fixedhash"),
-    ]
-
-
-def _write_jsonl(path: Path, lines: list) -> Path:
-    path.write_text("".join((json.dumps(x) if not isinstance(x, str) else x) + "\n" for x in lines))
-    return path
-
-
-def test_lmms_eval_import(tmp_path: Path) -> None:
-    path = _write_jsonl(tmp_path / "20240601_samples_videomme.jsonl", _lmms_lines())
-    preds = import_lmms_eval(path, model="llava-ov-7b", k=32, id_field="question_id")
-    cond = Condition("uniform", k=32).key
-    assert [(p.benchmark, p.sample_id, p.model, p.condition) for p in preds] == [
-        ("videomme", f"001-{i}", "llava-ov-7b", cond) for i in range(1, 6)
-    ]
-    assert [(p.answer, p.correct) for p in preds] == [(1, 1), (0, 0), (None, 0), (2, 1), (3, 1)]
-    assert preds[2].parse_error and preds[1].response == "The answer is (A)."
-    assert all(p.frames is None for p in preds)
-    assert preds[4].prompt_hash == "fixedhash" and len(preds[0].prompt_hash) == 64
-    # doc_id as the id, explicit benchmark and condition
-    other = import_lmms_eval(path, model="m", k=16, benchmark="vmme", strategy="uniform", variant="linspace")
-    assert [p.sample_id for p in other] == ["0", "1", "2", "3", "4"]
-    assert other[0].condition == Condition("uniform", k=16, variant="linspace").key
-    assert other[0].benchmark == "vmme"
-
-
-def test_lmms_eval_without_options_uses_n_options(tmp_path: Path) -> None:
-    rows = [
-        {
-            "doc_id": 0,
-            "target": "B",
-            "resps": [["Answer: B"]],
-            "filtered_resps": ["Answer: B"],
-            "doc_hash": "x",
-        },
-        {"doc_id": 1, "target": "E", "resps": [["E"]], "filtered_resps": ["E"], "doc_hash": "y"},
-    ]
-    path = _write_jsonl(tmp_path / "samples_mvbench_action.jsonl", rows)
-    assert lmms_eval_task_name(path) == "mvbench_action"
-    errors: list[LmmsEvalImportError] = []
-    preds = import_lmms_eval(path, model="m", k=8, n_options=4, errors=errors)
-    assert [(p.answer, p.correct) for p in preds] == [(1, 1)]
-    assert (
-        len(errors) == 1
-        and "samples_mvbench_action.jsonl:2" in str(errors[0])
-        and "outside" in str(errors[0])
-    )
-
-
-def test_lmms_eval_bad_lines(tmp_path: Path) -> None:
-    lines = _lmms_lines()[:2] + ["{not json", {"doc_id": 9}, _lmms_lines()[0]]
-    path = _write_jsonl(tmp_path / "samples_videomme.jsonl", lines)
-    with pytest.raises(LmmsEvalImportError, match=r"samples_videomme.jsonl:3: not JSON"):
-        import_lmms_eval(path, model="m", k=8, id_field="question_id")
-    errors: list[LmmsEvalImportError] = []
-    preds = import_lmms_eval(path, model="m", k=8, id_field="question_id", errors=errors)
-    assert len(preds) == 2
-    assert [str(e).split(": ", 1)[0].rsplit(":", 1)[1] for e in errors] == ["3", "4", "5"]
-    assert "already on line 1" in str(errors[2])
-    with pytest.raises(LmmsEvalImportError, match="no field 'qid'"):
-        import_lmms_eval(path, model="m", k=8, id_field="qid")
-    with pytest.raises(LmmsEvalImportError, match="cannot tell the benchmark"):
-        import_lmms_eval(_write_jsonl(tmp_path / "log.jsonl", _lmms_lines()), model="m", k=8)
-
-
 # --- CLI ----------------------------------------------------------------------------------
 
 
@@ -442,56 +349,6 @@ def test_cli_export_stdout_and_errors(store: RunStore, tmp_path: Path, capsys: p
     )
     assert "no run 'zzz'" in capsys.readouterr().err
     assert not (tmp_path / "nowhere").exists()
-
-
-def test_cli_import_lmms_eval_and_table(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    log = _write_jsonl(tmp_path / "samples_videomme.jsonl", _lmms_lines())
-    run_dir = tmp_path / "imported"
-    argv = [
-        "import",
-        "lmms-eval",
-        str(log),
-        "--store",
-        str(run_dir),
-        "--model",
-        "m",
-        "--k",
-        "32",
-        "--id-field",
-        "question_id",
-    ]
-    assert main(argv) == 0
-    out = capsys.readouterr().out
-    assert "5 predictions read (1 parse failures, 0 lines skipped), 5 stored" in out
-    assert main(argv) == 0 and "0 stored" in capsys.readouterr().out  # rerun: nothing duplicated
-    with RunStore.open(run_dir, create=False) as s:
-        assert s.counts().predictions == 5 and s.counts().parse_errors == 1
-        manifest = s.manifest(s.runs()[0][0])["import"]
-        assert manifest["format"] == "lmms-eval" and manifest["id_field"] == "question_id"
-    # a tidy table exported from it goes into another store unchanged
-    table = tmp_path / "t.parquet"
-    assert main(["export", "predictions", "--run", str(run_dir), "--out", str(table)]) == 0
-    assert main(["import", "table", str(table), "--store", str(tmp_path / "other.sqlite")]) == 0
-    assert "5 predictions read, 5 stored" in capsys.readouterr().out.splitlines()[-1]
-    with RunStore(run_dir / "store.sqlite") as a, RunStore(tmp_path / "other.sqlite") as b:
-        assert list(a.predictions()) == list(b.predictions())
-    # a bad line aborts the import unless --skip-bad
-    bad = _write_jsonl(tmp_path / "samples_x.jsonl", [*_lmms_lines()[:1], "{oops"])
-    base = [
-        "import",
-        "lmms-eval",
-        str(bad),
-        "--store",
-        str(tmp_path / "x.sqlite"),
-        "--model",
-        "m",
-        "--k",
-        "8",
-    ]
-    assert main(base) == 1 and "samples_x.jsonl:2" in capsys.readouterr().err
-    assert main([*base, "--skip-bad"]) == 0
-    captured = capsys.readouterr()
-    assert "skipped" in captured.err and "1 lines skipped), 1 stored" in captured.out
 
 
 # --- tables from elsewhere (issue 9, defect 4) and the merge path (defect 3) -------------------

@@ -25,27 +25,36 @@ benchmark a folder ``<out>/<benchmark>/`` holding:
   were exported, the SHA-256 of the written data file, the tempcore version and the creation time.
 
 The lmms-eval task folder follows lmms-eval's task conventions (a task YAML with
-``dataset_path: json`` and ``dataset_kwargs.data_files`` pointing at the local data file,
+``dataset_path: json`` and ``dataset_kwargs.data_files`` naming the local data file,
 ``doc_to_visual`` / ``doc_to_text`` / ``doc_to_target`` / ``process_results`` as ``!function
-utils.<name>`` and aggregation functions in ``utils.py``). Run it with ``lmms-eval --tasks
+utils.<name>`` and aggregation functions in ``utils.py``). Run it with ``python -m lmms_eval --tasks
 tempcore_<name> --include_path <out>/<name>`` (every exported task also carries the tag
-``tempcore``). Choices it makes, stated here and in the files:
+``tempcore``). The folder holds the YAML, the data file, ``manifest.json``, ``utils.py`` (a copy of
+the package module :mod:`tempcore._lmms_task`) and ``tempcore_extractor.py`` (a copy of
+:mod:`tempcore.extractor`); the manifest keeps the SHA-256 of each. Choices it makes, stated here and
+in the files (checked against lmms-eval 0.7.3 by ``tests/test_lmms_eval_interop.py``):
 
-* The YAML points at the data file by absolute path (the Hugging Face loader resolves relative
-  paths against the working directory, not the YAML); moving the folder means editing that line.
+* ``data_files`` is the data file's name, relative to the YAML: lmms-eval 0.7 resolves relative
+  ``data_files`` of the local builders against the YAML's folder, so the folder can be moved or
+  copied to another machine.
 * Videos resolve against the video root known at export time (``--video-root``, else the
-  loader's default); the environment variable ``TEMPCORE_VIDEO_ROOT`` overrides it at run time.
-  A sample's ``start`` / ``end`` segment is in the doc, but ``doc_to_visual`` returns the whole
-  video path, as lmms-eval's own video tasks do (its models sample frames themselves).
+  loader's default; kept as an absolute path in the manifest); the environment variable
+  ``TEMPCORE_VIDEO_ROOT`` overrides it at run time. A sample's ``start`` / ``end`` segment is in
+  the doc, but ``doc_to_visual`` returns the whole video path, as lmms-eval's own video tasks do
+  (its models sample frames themselves).
 * The prompt is lmms-eval's common multiple-choice phrasing (question, ``A. text`` option lines,
   "Answer with the option's letter from the given choices directly."), overridable through
   ``lmms_eval_specific_kwargs`` as in lmms-eval's own tasks.
-* Answers are parsed with tempcore's shared extractor (:func:`tempcore.answers.extract_choice`)
-  when tempcore is importable in the lmms-eval environment, else with a small built-in parser that
-  accepts a bare letter, ``(B)``, ``B.``/``B)`` at the start, or "answer is B"; anything else is a
-  wrong answer, never a guess. Metrics: ``tempcore_accuracy`` over the subset, and per category
-  present (``tempcore_temporally_grounded_accuracy``, ``tempcore_visual_bias_accuracy``), in percent
-  as lmms-eval's video tasks report.
+* One answer parser everywhere: responses are parsed by the task's verbatim copy of tempcore's
+  extractor, whether or not tempcore is installed where lmms-eval runs; a parse failure is a wrong
+  answer, never a guess.
+* Metric items describe their sample by themselves (``benchmark``, ``sample_id``, ``video``,
+  ``options``, gold ``answer`` and ``target``, ``category``, ``response``, ``parsed``, ``score``...),
+  so ``tempcore import lmms-eval`` needs no flags for such a log. Metrics: ``tempcore_accuracy`` over
+  the subset and ``tempcore_<category>_accuracy`` over that category's documents only (so its
+  standard errors use the category's n), all as fractions 0-1 (the scale of the items' ``score``,
+  which lmms-eval's CLT / clustered standard errors use). ``cluster_key: video``: lmms-eval's
+  clustered standard error treats questions about one video as one cluster.
 
 Only multiple-choice samples can become an lmms-eval task; a grounding sample (no options) in a
 subset is an :class:`ExportError` for that format.
@@ -320,7 +329,7 @@ def build_manifest(
         "benchmark": benchmark,
         "format": fmt,
         "annotations": {"sha256": source.annotations_sha256, "files": list(source.source_files)},
-        "video_root": source.video_root,
+        "video_root": None if source.video_root is None else str(Path(source.video_root).expanduser().resolve()),
         "models": list(prov.get("models") or params.get("models") or []),
         "conditions": list(prov.get("conditions") or []),
         "tau": params.get("tau"),
@@ -386,12 +395,15 @@ def export_tempcore(
         else:
             data = _atomic_write(folder / f"{name}.jsonl", _jsonl(_flat(r) for r in _lmms_docs(bench, records)))
             categories = [c for c in SENSITIVE if any(r["category"] == c for r in records)]
-            yaml_path = _atomic_write(
-                folder / f"{name}.yaml", lmms_eval_yaml(name, data.resolve(), categories).encode("utf-8")
-            )
-            utils_path = _atomic_write(folder / "utils.py", lmms_eval_utils(bench, source.video_root).encode("utf-8"))
-            files.update({"task_yaml": yaml_path.name, "utils": utils_path.name})
-            paths += [yaml_path, utils_path]
+            yaml_path = _atomic_write(folder / f"{name}.yaml", lmms_eval_yaml(name, data.name, categories).encode("utf-8"))
+            files["task_yaml"] = yaml_path.name
+            paths.append(yaml_path)
+            for file_name in TASK_FILES:
+                task_file = _atomic_write(folder / file_name, task_file_source(file_name))
+                key = file_name.removesuffix(".py")
+                files[key] = task_file.name
+                files[f"{key}_sha256"] = _sha256(task_file)
+                paths.append(task_file)
         files["data"] = data.name
         files["data_sha256"] = _sha256(data)
         manifest = build_manifest(diagnosis, bench, source, records, fmt=format, provenance=prov.get(bench),
@@ -423,8 +435,12 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-def lmms_eval_yaml(task: str, data_file: Path, categories: Sequence[str]) -> str:
-    """The task YAML of an exported subset (lmms-eval conventions; see the module docstring)."""
+def lmms_eval_yaml(task: str, data_file: str, categories: Sequence[str]) -> str:
+    """The task YAML of an exported subset (lmms-eval conventions; see the module docstring).
+
+    ``data_file`` is the data file's name in the task folder: lmms-eval (0.7) resolves a relative
+    ``data_files`` path of a ``dataset_path: json`` task against the YAML's folder.
+    """
     metrics = ["tempcore_accuracy"] + [f"tempcore_{c}_accuracy" for c in categories]
     metric_lines = "".join(
         f"  - metric: {m}\n    aggregation: !function utils.aggregate_{m[len('tempcore_'):]}\n"
@@ -433,20 +449,22 @@ def lmms_eval_yaml(task: str, data_file: Path, categories: Sequence[str]) -> str
     )
     return (
         f"# TempCore subset written by tempcore {__version__}: the Temporally Sensitive samples only.\n"
-        "# data_files is an absolute path (Hugging Face resolves relative ones against the working\n"
-        "# directory); edit it if you move this folder. Videos: see utils.py (TEMPCORE_VIDEO_ROOT).\n"
+        "# data_files is relative to this file (lmms-eval >= 0.7 resolves it against the YAML's folder), so\n"
+        "# the folder can be moved or copied. Videos: manifest.json's video_root, or TEMPCORE_VIDEO_ROOT.\n"
         f"task: {task}\n"
         f"tag: {TAG}\n"
         "dataset_path: json\n"
         "dataset_kwargs:\n"
         "  data_files:\n"
-        f"    test: {_q(str(data_file))}\n"
+        f"    test: {_q(data_file)}\n"
         "test_split: test\n"
         "output_type: generate_until\n"
         "doc_to_visual: !function utils.doc_to_visual\n"
         "doc_to_text: !function utils.doc_to_text\n"
         "doc_to_target: !function utils.doc_to_target\n"
         "process_results: !function utils.process_results\n"
+        "# clustered standard errors: questions about one video are not independent\n"
+        "cluster_key: video\n"
         "generation_kwargs:\n"
         "  max_new_tokens: 16\n"
         "  temperature: 0\n"
@@ -465,144 +483,16 @@ def lmms_eval_yaml(task: str, data_file: Path, categories: Sequence[str]) -> str
 
 DEFAULT_POST_PROMPT = "Answer with the option's letter from the given choices directly."
 
-_UTILS_TEMPLATE = '''"""lmms-eval task functions for a TempCore subset (written by tempcore {version}).
-
-Benchmark: {benchmark_comment}
-Docs are the subset's records: sample_id, video, question, options, answer (0-based index),
-start, end, media, metadata (JSON text), fss, lis, fss_category, category.
-Self-contained: needs neither lmms-eval nor tempcore to import; uses tempcore's answer extractor
-when tempcore is installed, else the small parser below.
-"""
-
-import os
-import re
-
-BENCHMARK = {benchmark!r}
-# Where relative video paths resolve; the environment variable TEMPCORE_VIDEO_ROOT overrides it.
-VIDEO_ROOT = {video_root!r}
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-DEFAULT_POST_PROMPT = {post_prompt!r}
-CATEGORIES = ("temporally_grounded", "visual_bias")
+# The task's Python files: real modules of this package, copied byte for byte (the manifest keeps
+# their SHA-256). utils.py reads the benchmark and video root from manifest.json next to it.
+TASK_FILES = {"utils.py": "_lmms_task.py", "tempcore_extractor.py": "extractor.py"}
 
 
-def video_path(doc):
-    """The sample's video: absolute as given, else joined to the video root."""
-    video = doc["video"]
-    root = os.environ.get("TEMPCORE_VIDEO_ROOT") or VIDEO_ROOT
-    if os.path.isabs(video) or not root:
-        return video
-    return os.path.join(root, video)
+def task_file_source(name: str) -> bytes:
+    """The bytes of a task file (``utils.py`` / ``tempcore_extractor.py``): the package module it copies."""
+    from importlib.resources import files
 
-
-def doc_to_visual(doc):
-    """[path of the video] (the whole file; lmms-eval models sample frames themselves)."""
-    path = video_path(doc)
-    if not os.path.exists(path):
-        raise FileNotFoundError(
-            f"TempCore subset of {{BENCHMARK}}: video of sample {{doc['sample_id']}} not found: {{path}} "
-            "(set TEMPCORE_VIDEO_ROOT)"
-        )
-    return [path]
-
-
-def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    """pre_prompt + question + one "A. text" line per option + post_prompt."""
-    kwargs = lmms_eval_specific_kwargs or {{}}
-    pre = kwargs.get("pre_prompt", "")
-    post = kwargs.get("post_prompt", DEFAULT_POST_PROMPT)
-    lines = [f"{{LETTERS[i]}}. {{text}}" for i, text in enumerate(doc["options"])]
-    return pre + doc["question"] + "\\n" + "\\n".join(lines) + ("\\n" + post if post else "")
-
-
-def doc_to_target(doc):
-    """The correct option's letter."""
-    return LETTERS[int(doc["answer"])]
-
-
-# (pattern, case-insensitive): the first pattern that finds exactly one valid letter decides;
-# several different letters is a failure, never a guess.
-_PATTERNS = (
-    (r"^\\s*\\(?([A-Z])\\)?\\s*[.:)]?\\s*$", True),
-    (r"(?:answer|option)\\s*(?:is|:)?\\s*:?\\s*\\(?([A-Z])\\)?(?![A-Za-z])", True),
-    (r"\\(([A-Z])\\)|(?<![A-Za-z(])([A-Z])[.:)](?=[\\s?!,;]|$)", False),
-)
-
-
-def _fallback_choice(response, n):
-    text = response.strip()
-    for pattern, anycase in _PATTERNS:
-        flags = re.MULTILINE | (re.IGNORECASE if anycase else 0)
-        found = set()
-        for match in re.finditer(pattern, text, flags):
-            found.update(g.upper() for g in match.groups() if g)
-        letters = {{x for x in found if x in LETTERS[:n]}}
-        if len(letters) == 1:
-            return LETTERS.index(letters.pop())
-        if len(letters) > 1:
-            return None
-    return None
-
-
-def parse_choice(response, options):
-    """The option index the response names, or None (a parse failure counts as wrong)."""
-    if not isinstance(response, str):
-        return None
-    try:
-        from tempcore.answers import extract_choice
-    except ImportError:
-        return _fallback_choice(response, len(options))
-    return extract_choice(response, list(options)).index
-
-
-def process_results(doc, results):
-    """Score one response: 1.0 when it names the correct option."""
-    response = results[0] if results else ""
-    index = parse_choice(response, doc["options"])
-    item = {{
-        "sample_id": doc["sample_id"],
-        "category": doc["category"],
-        "parsed": None if index is None else LETTERS[index],
-        "target": doc_to_target(doc),
-        "score": 1.0 if index is not None and index == int(doc["answer"]) else 0.0,
-    }}
-    out = {{"tempcore_accuracy": item}}
-    for category in CATEGORIES:
-        out[f"tempcore_{{category}}_accuracy"] = item
-    return out
-
-
-def _percent(items):
-    items = list(items)
-    if not items:
-        return float("nan")
-    return 100.0 * sum(i["score"] for i in items) / len(items)
-
-
-def aggregate_accuracy(results):
-    """Accuracy (%) over the whole subset."""
-    return _percent(results)
-
-
-def aggregate_temporally_grounded_accuracy(results):
-    """Accuracy (%) over the Temporally Grounded samples (FSS > tau)."""
-    return _percent(r for r in results if r["category"] == "temporally_grounded")
-
-
-def aggregate_visual_bias_accuracy(results):
-    """Accuracy (%) over the Visual Bias samples (FSS < -tau)."""
-    return _percent(r for r in results if r["category"] == "visual_bias")
-'''
-
-
-def lmms_eval_utils(benchmark: str, video_root: str | None) -> str:
-    """The ``utils.py`` of an exported lmms-eval task (plain Python; see the module docstring)."""
-    return _UTILS_TEMPLATE.format(
-        version=__version__,
-        benchmark=benchmark,
-        benchmark_comment=benchmark.replace('"""', "'''").replace("\\", "/"),
-        video_root=None if video_root is None else str(Path(video_root).expanduser().resolve()),
-        post_prompt=DEFAULT_POST_PROMPT,
-    )
+    return files("tempcore").joinpath(TASK_FILES[name]).read_bytes()
 
 
 __all__ = [
@@ -611,7 +501,7 @@ __all__ = [
     "ExportError",
     "build_manifest",
     "export_tempcore",
-    "lmms_eval_utils",
+    "task_file_source",
     "lmms_eval_yaml",
     "slug",
     "subset_records",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -52,10 +51,6 @@ _FLOAT_COLUMNS = FLOAT_COLUMNS
 
 class PredictionsTableError(TempcoreError):
     """A predictions table is unusable: names the file, the row and the reason."""
-
-
-class LmmsEvalImportError(TempcoreError):
-    """A line of an lmms-eval ``--log_samples`` file cannot become a prediction."""
 
 
 def _schema() -> pa.Schema:
@@ -779,218 +774,6 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
     return digest.hexdigest()
 
 
-# --- lmms-eval ----------------------------------------------------------------------------
-
-_LMMS_STANDARD = {
-    "doc_id",
-    "doc",
-    "target",
-    "arguments",
-    "resps",
-    "filtered_resps",
-    "doc_hash",
-    "prompt_hash",
-    "target_hash",
-    "input",
-    "filter",
-    "metrics",
-}
-_OPTION_FIELDS = ("options", "candidates", "choices")
-_LETTER_PREFIX = re.compile(r"^\s*\(?([A-Z])\s*[\.\):]\s*")
-_SAMPLES_NAME = re.compile(r"samples_(?P<task>.+?)(?:_\d{4}-\d{2}-\d{2}T[\d\-\.:]+)?$")
-
-
-def _first_text(value: Any) -> str | None:
-    """The first string inside nested lists (lmms-eval wraps responses per request and per repeat)."""
-    while isinstance(value, (list, tuple)):
-        if not value:
-            return None
-        value = value[0]
-    return value if isinstance(value, str) else None
-
-
-def _lookup(record: Mapping[str, Any], field: str) -> Any:
-    """``field`` at the top level of an lmms-eval record, in its ``doc``, or in a task-field dict."""
-    if field in record:
-        return record[field]
-    doc = record.get("doc")
-    if isinstance(doc, Mapping) and field in doc:
-        return doc[field]
-    for name, value in record.items():
-        if name not in _LMMS_STANDARD and isinstance(value, Mapping) and field in value:
-            return value[field]
-    return None
-
-
-def _strip_letter_prefixes(options: list[str]) -> list[str]:
-    """Video-MME style ``"A. text"`` options become ``"text"`` when every option carries its letter."""
-    matches = [_LETTER_PREFIX.match(o) for o in options]
-    if options and all(m and m.group(1) == LETTERS[i] for i, m in enumerate(matches)):
-        return [o[m.end() :] for o, m in zip(options, matches)]  # type: ignore[union-attr]
-    return options
-
-
-def _target_index(target: Any, options: list[str] | None, n_options: int | None) -> int:
-    """The correct option's index from an lmms-eval target: a letter, ``(B)`` / ``B.`` /
-    ``B. text``, a 0-based index, or the option's text."""
-    if isinstance(target, list) and len(target) == 1:
-        target = target[0]
-    index: int | None = None
-    if isinstance(target, bool):
-        raise ValueError(f"target {target!r} is not an option")
-    if isinstance(target, int):
-        index = target
-    elif isinstance(target, str):
-        text = target.strip()
-        lowered = [o.strip().lower() for o in options or ()]
-        if text.lower() in lowered and len(text) > 1:
-            index = lowered.index(text.lower())
-        elif len(text) == 1 and text.upper() in LETTERS:
-            index = LETTERS.index(text.upper())
-        elif text.isdigit():
-            index = int(text)
-        elif m := _LETTER_PREFIX.match(text):
-            index = LETTERS.index(m.group(1))
-            rest = text[m.end() :].strip().lower()
-            if rest and options and index < len(options) and rest != lowered[index]:
-                raise ValueError(
-                    f"target {target!r} names option {m.group(1)}, whose text is {options[index]!r}"
-                )
-    if index is None:
-        raise ValueError(f"cannot map target {target!r} to an option")
-    limit = len(options) if options else n_options
-    if index < 0 or (limit is not None and index >= limit):
-        raise ValueError(f"target {target!r} is outside the {limit} options")
-    return index
-
-
-def lmms_eval_task_name(path: str | os.PathLike[str]) -> str | None:
-    """The task name in an lmms-eval samples file name (``..._samples_<task>[_<date>].jsonl``)."""
-    m = _SAMPLES_NAME.search(Path(path).stem)
-    return m.group("task") if m else None
-
-
-def import_lmms_eval(
-    path: str | os.PathLike[str],
-    *,
-    model: str,
-    k: int,
-    strategy: str = "uniform",
-    benchmark: str | None = None,
-    mode: str = "none",
-    fps: float = 10.0,
-    seed: int = 0,
-    variant: str | None = None,
-    id_field: str | None = None,
-    n_options: int | None = None,
-    errors: list[LmmsEvalImportError] | None = None,
-) -> list[Prediction]:
-    """Predictions from an lmms-eval ``--log_samples`` JSONL file (one JSON object per line).
-
-    Per line: ``doc_id``, ``target``, ``resps`` (raw responses, nested per request), and
-    ``filtered_resps`` (what the task's filters made of them), ``doc_hash``, ``input`` (the prompt)
-    or ``arguments``, an optional ``doc``, and the task's own fields (e.g. Video-MME's
-    ``videomme_perception_score`` dict with ``question_id`` and ``answer``).
-
-    Choices (the log leaves them open):
-
-    * sample id: ``str(doc_id)`` unless ``id_field`` names a field (looked up at the top level,
-      in ``doc``, then in the task's dict fields) — use the benchmark's own id (Video-MME:
-      ``question_id``) to join with tempcore runs;
-    * response: the first raw response in ``resps``; the answer is extracted from the first
-      filtered response with the shared extractor :func:`tempcore.answers.extract_choice`,
-      so lmms-eval predictions are parsed exactly like tempcore's own; an unparseable response is
-      a parse failure (answer null, correct 0);
-    * options: ``options`` / ``candidates`` / ``choices`` of the record (``"A. text"`` prefixes
-      removed), else ``n_options``; target: a letter, ``B.`` / ``(B)`` / ``B. text``, a 0-based
-      index, or an option's text;
-    * condition: ``Condition(strategy, mode, k, fps=fps, seed=seed, variant=variant)`` as given by
-      the caller — lmms-eval does not log which frames it sampled, so ``frames`` is None;
-    * prompt hash: the log's ``prompt_hash`` when present, else the SHA-256 of ``input``;
-    * benchmark: ``benchmark`` or the task name in the file name (``samples_<task>...jsonl``).
-
-    A bad line raises :class:`LmmsEvalImportError` (file:line: reason); when ``errors`` is a list,
-    it is appended there instead and the line skipped. Duplicate sample ids are always an error.
-    """
-    from tempcore.answers import extract_choice
-
-    p = Path(path)
-    bench = benchmark or lmms_eval_task_name(p)
-    if not bench:
-        raise LmmsEvalImportError(f"{p}: cannot tell the benchmark from the file name; pass benchmark=")
-    try:
-        condition = Condition(strategy=strategy, mode=mode, k=k, fps=fps, seed=seed, variant=variant).key
-    except ValueError as exc:
-        raise LmmsEvalImportError(f"{p}: {exc}") from exc
-    seen: dict[str, int] = {}
-    out: list[Prediction] = []
-    try:
-        fh = open(p, encoding="utf-8")
-    except OSError as exc:
-        raise LmmsEvalImportError(f"{p}: cannot read: {exc}") from exc
-    with fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"not JSON: {exc}") from exc
-                if not isinstance(record, dict):
-                    raise ValueError("not a JSON object")
-                if "doc_id" not in record or "target" not in record:
-                    raise ValueError("no doc_id / target: not an lmms-eval --log_samples line")
-                if id_field:
-                    sid = _lookup(record, id_field)
-                    if sid is None:
-                        raise ValueError(f"no field {id_field!r} for the sample id")
-                else:
-                    sid = record["doc_id"]
-                sample_id = str(sid)
-                if sample_id in seen:
-                    raise ValueError(f"sample id {sample_id!r} already on line {seen[sample_id]}")
-                seen[sample_id] = n
-                raw_options = next(
-                    (v for f in _OPTION_FIELDS if isinstance(v := _lookup(record, f), list) and v), None
-                )
-                options = _strip_letter_prefixes([str(o) for o in raw_options]) if raw_options else None
-                count = len(options) if options else n_options
-                gold = _target_index(record["target"], options, count)
-                response = _first_text(record.get("resps"))
-                filtered = _first_text(record.get("filtered_resps"))
-                if response is None and filtered is None:
-                    raise ValueError("no response in resps / filtered_resps")
-                extraction = extract_choice(filtered if filtered is not None else response, options, count)
-                answer = extraction.index
-                prompt_hash = record.get("prompt_hash")
-                if not prompt_hash and isinstance(record.get("input"), str):
-                    prompt_hash = hashlib.sha256(record["input"].encode("utf-8")).hexdigest()
-                out.append(
-                    Prediction(
-                        benchmark=bench,
-                        sample_id=sample_id,
-                        model=model,
-                        condition=condition,
-                        response=response if response is not None else str(filtered),
-                        answer=answer,
-                        correct=int(answer is not None and answer == gold),
-                        frames=None,
-                        prompt_hash=str(prompt_hash or ""),
-                        answer_method="generate",
-                        parse_error=None
-                        if answer is not None
-                        else (extraction.error or "unparseable response"),
-                    )
-                )
-            except (ValueError, TypeError) as exc:
-                err = LmmsEvalImportError(f"{p}:{n}: {exc}")
-                if errors is None:
-                    raise err from exc
-                errors.append(err)
-    return out
-
-
 def store_predictions(
     store: RunStore,
     predictions: Sequence[Prediction],
@@ -1006,15 +789,12 @@ def store_predictions(
 __all__ = [
     "FORMATS",
     "REQUIRED_COLUMNS",
-    "LmmsEvalImportError",
     "PredictionsTableError",
     "file_sha256",
     "fingerprint_conflicts",
-    "import_lmms_eval",
     "import_table",
     "infer_format",
     "iter_prediction_batches",
-    "lmms_eval_task_name",
     "predictions_table",
     "read_predictions",
     "store_predictions",
