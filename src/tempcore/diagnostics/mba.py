@@ -26,7 +26,8 @@ The group of a sample (first rule that applies):
    neither is an error.
 3. Without the samples: a sample id ``{original}#b{i}`` (a binarised sample) belongs to the group
    ``original``; in a benchmark where no id has that form the groups cannot be told (error); a
-   sample id without the suffix next to binarised ones is a group of its own.
+   sample id without the suffix next to binarised ones is a group of its own. A question with such
+   an id has two options when neither the samples nor an ``n_options`` column say otherwise.
 
 Correctness of a binary question (``parse``):
 
@@ -239,6 +240,7 @@ class _Samples:
     bench: np.ndarray  # (n,) benchmark code
     bench_values: list[str]
     records: list[Sample | None] | None  # (n,) when samples were given
+    binary_id: np.ndarray | None = None  # (n,) bool: the id has the binarised form (rule 3)
 
 
 def _column_per_sample(table: Any, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
@@ -320,6 +322,7 @@ def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, list[Any], str
             f"cannot tell the question groups of benchmark(s) {lacking}: no sample id has the binarised form "
             "'{sample_id}#b{i}'; give the annotations (TemporalBench groups by video_name) or --group-by FIELD"
         )
+    s.binary_id = has.astype(bool)
     stripped = pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="")
     codes, values = _encode(stripped)
     return codes, values.to_pylist(), "sample_id#b"
@@ -477,6 +480,8 @@ def mba_table(
         n_opt = _numpy(table.column("n_options"), np.float64, 0.0)
     else:
         n_opt = np.zeros(n, np.float64)
+    if s.binary_id is not None:  # a binarised question without a known option count has two options
+        n_opt = np.where((n_opt <= 0) & s.binary_id[s_of_row], 2.0, n_opt)
     with np.errstate(divide="ignore"):
         logn = np.where(n_opt > 0, np.log(np.where(n_opt > 0, n_opt, 1.0)), np.nan)
 
