@@ -355,6 +355,7 @@ def _lookup_records(table: Any, s_first: np.ndarray, samples: Iterable[Sample], 
 
 def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
     """TemporalBench's rule per row (module doc)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     if "response" not in table.column_names:
@@ -377,7 +378,12 @@ def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
     if (rotation != 0).any() and (n_opt <= 0).any():
         raise MBAError("rotated rows need the option count (annotations or an 'n_options' column)")
     shown = np.where(rotation != 0, np.mod(target - rotation, np.maximum(n_opt, 1)), target)
-    first = pc.utf8_slice_codeunits(table.column("response"), 0, 1)
+    response = table.column("response")
+    if pa.types.is_dictionary(response.type):
+        response = response.cast(response.type.value_type)
+    if not pa.types.is_string(response.type) and not pa.types.is_large_string(response.type):
+        response = response.cast(pa.string())
+    first = pc.utf8_slice_codeunits(response, 0, 1)
     codes, values = _encode(first)
     # the letter index each distinct first character stands for (Python's str.lower, as the scorer)
     letter = np.array(
