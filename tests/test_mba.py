@@ -338,3 +338,26 @@ def test_cli_json_keys_and_both_parsers(tmp_path, capsys):
     # without annotations TemporalBench ids carry no group: a named error, exit 1
     assert main(["mba", "--predictions", str(pred_path)]) == 1
     assert "cannot tell the question groups" in capsys.readouterr().err
+
+
+# --- report section ----------------------------------------------------------------------------
+
+
+def test_report_section_shows_ba_mba_and_gap():
+    from tempcore.report import build_report
+    from tempcore.report.markdown import render_markdown
+
+    rows = [(f"g{g}#b{i}", m, s, int(not (g == 0 and i == 1 and m == "a"))) for g in range(4) for i in range(3)
+            for m in ("a", "b") for s in ("maxprob", "minprob", "noframe")]
+    t = table(rows, n_options=[2] * len(rows))
+    t = t.set_column(t.column_names.index("mode"), "mode",
+                     pa.array(["none" if r[2] == "noframe" else "qa" for r in rows]))
+    report = build_report(t, n_boot=10, thumbnails=False)
+    section = next(s for s in report.sections if s.key == "mba")
+    res = section.items[0].table
+    a = [r for r in res.rows if r["model"] == "a" and r["strategy"] == "maxprob"][0]
+    assert (a["mba"], a["ba"]) == (0.75, 11 / 12) and a["gap"] == pytest.approx(11 / 12 - 0.75)
+    assert "Multiple binary accuracy" in render_markdown(report)
+    # a table without question groups gets no such section
+    plain = table([(f"q{i}", "a", "noframe", 1) for i in range(3)])
+    assert all(s.key != "mba" for s in build_report(plain, n_boot=10, thumbnails=False).sections)
