@@ -44,7 +44,7 @@ def mba_section(table: Any, samples_by_benchmark: Mapping[str, Any] | None = Non
         from tempcore.diagnostics.option_geometry import audit_options
 
         audit_rows = []
-        for name, ss in samples.items():
+        for ss in samples.values():
             for bench, a in audit_options(ss).items():
                 audit_rows.append({"benchmark": bench, **{k: a[k] for k in (
                     "n", "centroid_correct", "centroid_correct_rate", "chance_rate", "p_value", "ties")}})
