@@ -361,3 +361,25 @@ def test_report_section_shows_ba_mba_and_gap():
     # a table without question groups gets no such section
     plain = table([(f"q{i}", "a", "noframe", 1) for i in range(3)])
     assert all(s.key != "mba" for s in build_report(plain, n_boot=10, thumbnails=False).sections)
+
+
+def test_sorted_and_shuffled_large_tables_agree():
+    # over 65536 rows a sorted sample_id column is coded from runs (no hashing); both paths must agree
+    rng = np.random.default_rng(5)
+    n_groups = 30000
+    sizes = rng.integers(1, 5, n_groups)
+    ids = [f"g{g}#b{i}" for g in range(n_groups) for i in range(sizes[g])]
+    ids.sort()
+    n = len(ids)
+    correct = (rng.random(n) < 0.8).astype(np.int8)
+    t = table([(s, "m", "u", int(c)) for s, c in zip(ids, correct)], dataset=[s[1] for s in ids])
+    assert n > 65536
+    order = rng.permutation(n)
+    shuffled = t.take(pa.array(order))
+    a, b = mba_table(t), mba_table(shuffled)
+    assert a.overall == b.overall and a.by_dataset == b.by_dataset
+    groups = defaultdict(list)
+    for s, c in zip(ids, correct):
+        groups[s.split("#b")[0]].append(c)
+    assert a.overall[0]["correct_groups"] == sum(all(v) for v in groups.values())
+    assert a.overall[0]["n_groups"] == n_groups

@@ -165,6 +165,16 @@ def _encode(col: Any) -> tuple[np.ndarray, Any]:
         col = col.cast(col.type.value_type)
     if pa.types.is_null(col.type):
         return np.zeros(len(col), np.int64), pa.nulls(1 if len(col) else 0)
+    n = len(col)
+    if n > 65536 and col.null_count == 0 and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        # a sorted column (a store export is in key order): codes from runs of equal values, no hashing
+        head, tail = col.slice(0, n - 1), col.slice(1)
+        if pc.all(pc.less_equal(head, tail)).as_py():
+            change = pc.not_equal(head, tail).to_numpy(zero_copy_only=False)
+            codes = np.zeros(n, dtype=np.int64)
+            np.cumsum(change, out=codes[1:])
+            starts = np.concatenate([[True], change])
+            return codes, col.filter(pa.array(starts))
     enc = pc.dictionary_encode(col, null_encoding="encode")
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
 
@@ -174,9 +184,18 @@ def _combine(codes: Sequence[np.ndarray], cards: Sequence[int], n: int) -> tuple
 
     Small key ranges are densified with a bincount (O(n)); large ones with ``np.unique``.
     """
+    keep = [(c, int(card)) for c, card in zip(codes, cards) if int(card) > 1]
+    if len(keep) == 1 and n:
+        # one varying code: dense already when every code occurs (then no remapping is needed)
+        c, card = keep[0]
+        counts = np.bincount(c, minlength=card)
+        if counts.size == card and (counts > 0).all():
+            first = np.empty(card, dtype=np.int64)
+            first[c[::-1]] = np.arange(n - 1, -1, -1)
+            return c, card, first
     combined = np.zeros(n, dtype=np.int64)
     radix = 1
-    for c, card in zip(codes, cards):
+    for c, card in keep:
         card = max(int(card), 1)
         if radix * card >= 2**62:
             _, combined = np.unique(combined, return_inverse=True)
