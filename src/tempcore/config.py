@@ -53,7 +53,11 @@ def _check_keys(where: str, data: Mapping[str, Any], cls: type) -> None:
 
 @dataclass(frozen=True)
 class BenchmarkEntry:
-    """A benchmark to audit: registry name, annotations (file or folder), video root, loader options."""
+    """A benchmark to audit: registry name, annotations (file or folder), video root, loader options.
+
+    ``binary``: answer the benchmark as binary questions (:func:`tempcore.benchmarks.binary.binarize`,
+    seeded with the run's seed; ``limit`` counts the original samples).
+    """
 
     name: str
     annotations: str
@@ -61,6 +65,11 @@ class BenchmarkEntry:
     skip_invalid: bool = False
     limit: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    binary: bool = False
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.binary, bool):
+            raise ConfigError(f"benchmark {self.name}: binary must be true or false, not {self.binary!r}")
 
 
 @dataclass(frozen=True)

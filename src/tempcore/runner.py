@@ -270,6 +270,10 @@ def _load_plan(
     n = limit if limit is not None else entry.limit
     if n is not None:
         samples = samples[:n]
+    if entry.binary:
+        from tempcore.benchmarks.binary import binarize
+
+        samples = binarize(samples, seed=cfg.seed, skip_invalid=True)
     samples = [s for s in samples if in_shard(s, shard)]
     video_root = entry.video_root if entry.video_root is not None else getattr(result, "video_root", None)
     mc = [s for s in samples if s.options and s.answer is not None]

@@ -524,7 +524,10 @@ def build_report(
               "max_thumbnail_samples": max_thumbnail_samples if thumbnails else 0}
     info = {"tempcore_version": __version__, "rows": table.num_rows, "models": ctx.facts.models,
             "benchmarks": sorted(diagnosis.benchmarks), **dict(inputs or {})}
-    return Report(title, created or _now(), params, info, diagnosis, list(sections.values()), browser)
+    from tempcore.report.mba import mba_section
+
+    extra = [s for s in (mba_section(table, samples),) if s is not None]
+    return Report(title, created or _now(), params, info, diagnosis, [*sections.values(), *extra], browser)
 
 
 def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = True) -> list[Path]:

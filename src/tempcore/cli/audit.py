@@ -1,0 +1,98 @@
+"""``tempcore audit ...``: audits of a benchmark's design (one subcommand per audit).
+
+Each audit is a ``register_<name>(subparsers)`` function listed in :data:`AUDITS`; a new audit
+(``ablations``, ``priors``, ``queries``, ...) adds its function and one entry there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register_options(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "options",
+        help="centralized-option audit: is the most central option the correct one more often than chance?",
+        description="From the annotations alone: the centroid of each question (the option of smallest mean "
+        "normalised token edit distance to the other options), how often it is the correct option per benchmark "
+        "and task, against chance 1/n_options, with an exact binomial test. With --predictions (e.g. a text-only "
+        "or no-frame condition): how often each model picks the centroid, and its accuracy when the centroid is / "
+        "is not correct.",
+    )
+    p.add_argument("--benchmark", required=True, metavar="NAME", help="the benchmark's loader name")
+    p.add_argument("--annotations", required=True, type=Path, metavar="PATH", help="its annotation file or folder")
+    p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table (CSV, Parquet or JSONL)")
+    p.add_argument("--task-field", metavar="FIELD", help="sample field of the per-task view (default: first of "
+                   "task, task_type, question_type, category, type the samples have)")
+    p.add_argument("--strategies", nargs="+", metavar="STRATEGY", help="only these strategies of the predictions")
+    p.add_argument("--models", nargs="+", metavar="MODEL", help="only these models")
+    p.add_argument("--alternative", choices=("two-sided", "greater", "less"), default="two-sided",
+                   help="alternative of the exact test (default two-sided)")
+    p.add_argument("--skip-invalid", action="store_true", help="skip invalid annotation rows (reported)")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="benchmark loader option")
+    p.add_argument("--json", action="store_true", help='print one JSON object {"benchmarks": {...}, "models": [...]}')
+    p.set_defaults(func=run_options)
+
+
+def run_options(args: argparse.Namespace) -> int:
+    from tempcore.benchmarks import load_benchmark
+    from tempcore.cli._common import parse_key_values
+    from tempcore.diagnostics.option_geometry import audit_options, centroid_picks, option_geometry
+
+    loaded = load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
+                            **parse_key_values(args.option, "--option"))
+    geo = option_geometry(loaded.samples, args.task_field)
+    out = {"benchmarks": audit_options(geo, alternative=args.alternative), "models": []}
+    if args.predictions is not None:
+        from tempcore.tidy import read_predictions
+
+        table = read_predictions(args.predictions)
+        out["models"] = centroid_picks(table, geo, benchmark=args.benchmark, models=args.models,
+                                       strategies=args.strategies, alternative=args.alternative)
+    if args.json:
+        json.dump(out, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    print(_text(out))
+    return 0
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _p(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def _text(out: dict) -> str:
+    lines = ["centroid = the option of smallest mean normalised token edit distance to the others"]
+    for name, b in out["benchmarks"].items():
+        lines.append(f"{name}: centroid correct {b['centroid_correct']}/{b['n']} = {_pct(b['centroid_correct_rate'])}% "
+                     f"(chance {_pct(b['chance_rate'])}%, p = {_p(b['p_value'])}); {b['ties']} question(s) without "
+                     f"a centroid of {b['questions']}")
+        for task, t in b["by_task"].items():
+            lines.append(f"  {b['task_field']}={task}: {t['centroid_correct']}/{t['n']} = "
+                         f"{_pct(t['centroid_correct_rate'])}% (chance {_pct(t['chance_rate'])}%, p = {_p(t['p_value'])})")
+    for m in out["models"]:
+        lines.append(f"{m['model']} [{m['strategy']}/{m['mode']}]: picks the centroid {_pct(m['centroid_pick_rate'])}% "
+                     f"of {m['n_parsed']} (chance {_pct(m['chance_pick_rate'])}%, p = {_p(m['p_value'])}); accuracy "
+                     f"{_pct(m['accuracy_centroid_correct'])}% when the centroid is correct (n={m['n_centroid_correct']}), "
+                     f"{_pct(m['accuracy_centroid_wrong'])}% when not (n={m['n_centroid_wrong']})")
+    return "\n".join(lines)
+
+
+#: the audits, each ``register_<name>(subparsers)``
+AUDITS = {"options": register_options}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("audit", help="audits of a benchmark's design (options, ...)",
+                       description="Audits of a benchmark's design.")
+    audits = p.add_subparsers(dest="audit", metavar="AUDIT")
+    for add in AUDITS.values():
+        add(audits)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])

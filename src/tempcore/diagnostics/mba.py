@@ -1,0 +1,676 @@
+"""Binary accuracy (BA) and multiple binary accuracy (MBA), TemporalBench (Cai et al., 2024, §3.3).
+
+A multiple-choice question with one correct description C and M negatives N_1..N_M becomes M binary
+questions {C, N_i}; the M binary questions of one C form a *group*. Over the tidy predictions table
+(``tempcore.tidy``), per model x condition:
+
+* **BA** = correct binary questions / binary questions.
+* **MBA** = groups with every binary question correct / groups.
+* **chance MBA** = mean over the groups of the product, over the group's questions, of
+  ``1 / n_options`` (``0.5 ** M`` for a group of M binary questions): the MBA of a model that picks
+  uniformly at random. ``None`` when a scored group has a question whose option count is unknown
+  (neither the annotations nor an ``n_options`` column say).
+* Overall figures are micro averages (pooled over all questions / groups), as the paper reports.
+  ``by_dataset`` and ``by_category`` repeat the figures per value of the sample's ``dataset`` /
+  ``category`` field; there the group is (dataset, group) and (category, group), as TemporalBench's
+  scorer (``get_qa_acc.py``) keys its per-dataset and per-category dictionaries by video within the
+  dataset / category. A group whose questions fall in two categories therefore counts once in each.
+* Each figure carries its counts and a Wilson interval (:func:`tempcore.diagnostics.stats.wilson_interval`).
+
+The group of a sample (first rule that applies):
+
+1. ``group_by``: a predictions column of that name, else a field of the samples (a metadata field,
+   or a Sample attribute such as ``video``).
+2. With the samples: ``metadata["binary_group"]`` (set by :func:`tempcore.benchmarks.binary.binarize`:
+   the original sample), else ``metadata["video_name"]`` (TemporalBench's own unit). A sample with
+   neither is an error.
+3. Without the samples: a sample id ``{original}#b{i}`` (a binarised sample) belongs to the group
+   ``original``; in a benchmark where no id has that form the groups cannot be told (error); a
+   sample id without the suffix next to binarised ones is a group of its own. A question with such
+   an id has two options when neither the samples nor an ``n_options`` column say otherwise.
+
+Correctness of a binary question (``parse``):
+
+* ``extract`` — the table's ``correct`` column: tempcore's answer extractor; a parse failure is a
+  wrong answer.
+* ``first-char`` — TemporalBench's rule: the first character of the raw ``response`` equals the
+  correct letter, case-insensitively (``GT.lower() == response[0].lower()``). The correct letter is
+  the one *shown*: the correct option index (the samples' answer, else the table's ``target``)
+  moved by the condition's ``rotation``. An empty or null response is wrong (the official script
+  raises on an empty one). No whitespace is stripped (the official script strips none).
+
+Incomplete groups (``incomplete``):
+
+* ``exclude`` (default): a group is complete for a model x condition when every sample of the group
+  has a prediction for it. The samples of a group are those of the annotations when they are given,
+  else every sample of the group that any model x condition of the benchmark answered. An
+  incomplete group is counted (``incomplete_groups``, including groups with no prediction at all)
+  and excluded from every figure: from MBA and chance MBA, and its questions from BA too, so BA and
+  MBA describe the same questions (the gap BA - MBA is then meaningful).
+* ``present``: TemporalBench's scorer — every prediction present counts; a group is scored over
+  the questions it has (a failed call that was never written makes its group easier);
+  ``incomplete_groups`` is 0.
+
+Other rules: oracle window rows (``window`` set) are not binary questions of a condition and are
+left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``strategy`` and
+``mode`` plus each of ``k, encoder, fps, seed, variant, rotation`` that varies in the table (as in
+:mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
+are fractions, not percentages.
+
+Everything is vectorised (numpy bincounts over dense codes); pyarrow and numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tempcore.errors import TempcoreError
+from tempcore.records import LETTERS, Sample
+
+PARSES = ("extract", "first-char")
+INCOMPLETE_POLICIES = ("exclude", "present")
+REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "correct")
+GROUP_FIELDS = ("binary_group", "video_name")
+BINARY_SUFFIX = r"#b[0-9]+$"
+VIEWS = ("overall", "by_dataset", "by_category")
+FIGURE_KEYS = (
+    "n_binary", "correct_binary", "ba", "ba_ci_low", "ba_ci_high",
+    "n_groups", "correct_groups", "mba", "mba_ci_low", "mba_ci_high", "chance_mba", "incomplete_groups",
+)
+
+
+class MBAError(TempcoreError):
+    """BA / MBA cannot be computed as asked (missing columns, unknown groups, duplicates...)."""
+
+
+@dataclass
+class MBAResult:
+    """The three views (lists of row dicts) and notes. ``to_json()`` is the ``tempcore mba --json`` object."""
+
+    overall: list[dict[str, Any]]
+    by_dataset: list[dict[str, Any]]
+    by_category: list[dict[str, Any]]
+    condition_columns: list[str]
+    notes: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"overall": self.overall, "by_dataset": self.by_dataset, "by_category": self.by_category,
+                "notes": list(self.notes), **self.meta}
+
+    def to_text(self, digits: int = 1) -> str:
+        """Plain text: one block per view; BA / MBA / chance in percent."""
+        out = []
+        for view in VIEWS:
+            rows = getattr(self, view)
+            if not rows:
+                continue
+            extra = [] if view == "overall" else [view[3:]]
+            cols = ["benchmark", "model", *self.condition_columns, *extra]
+            if "parse" in rows[0]:
+                cols.append("parse")
+            cols += ["n_binary", "ba", "n_groups", "mba", "chance_mba", "gap", "incomplete_groups"]
+
+            def cell(r: dict[str, Any], c: str) -> str:
+                v = r["ba"] - r["mba"] if c == "gap" and r["mba"] is not None else r.get(c)
+                if v is None:
+                    return "-"
+                if isinstance(v, float):
+                    return f"{100 * v:.{digits}f}"
+                return str(v)
+
+            body = [[cell(r, c) for c in cols] for r in rows]
+            widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(cols)]
+            out.append(f"{view.replace('_', ' ')} (ba, mba, chance_mba, gap = ba - mba in percent)")
+            out.append("  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip())
+            out += ["  ".join(x.ljust(w) for x, w in zip(b, widths)).rstrip() for b in body]
+            out.append("")
+        out += [f"note: {n}" for n in self.notes]
+        return "\n".join(out).rstrip()
+
+
+# --- dense codes ---------------------------------------------------------------------------
+
+
+def _encode(col: Any) -> tuple[np.ndarray, Any]:
+    """Dense int64 codes of a column (nulls get a code of their own) and the value of each code."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(col, pa.ChunkedArray):
+        if pa.types.is_dictionary(col.type):
+            col = col.unify_dictionaries()
+            if col.num_chunks == 0:
+                return np.zeros(0, np.int64), pa.array([], type=col.type.value_type)
+            dictionary = col.chunk(0).dictionary
+            indices = np.concatenate(
+                [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) for c in col.chunks]
+            )
+            dedup = pc.dictionary_encode(dictionary)
+            remap = dedup.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+            values = dedup.dictionary
+            codes = remap[np.maximum(indices, 0)] if remap.size else np.zeros(indices.size, np.int64)
+            if (indices < 0).any():
+                codes[indices < 0] = len(values)
+                values = pa.concat_arrays([values, pa.nulls(1, type=values.type)])
+            return codes, values
+        col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if pa.types.is_null(col.type):
+        return np.zeros(len(col), np.int64), pa.nulls(1 if len(col) else 0)
+    n = len(col)
+    if n > 65536 and col.null_count == 0 and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
+        # a sorted column (a store export is in key order): codes from runs of equal values, no hashing
+        head, tail = col.slice(0, n - 1), col.slice(1)
+        if pc.all(pc.less_equal(head, tail)).as_py():
+            change = pc.not_equal(head, tail).to_numpy(zero_copy_only=False)
+            codes = np.zeros(n, dtype=np.int64)
+            np.cumsum(change, out=codes[1:])
+            starts = np.concatenate([[True], change])
+            return codes, col.filter(pa.array(starts))
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+
+
+def _combine(codes: Sequence[np.ndarray], cards: Sequence[int], n: int) -> tuple[np.ndarray, int, np.ndarray]:
+    """Dense ids of the combination of code arrays, their number, and the first position of each id.
+
+    Small key ranges are densified with a bincount (O(n)); large ones with ``np.unique``.
+    """
+    keep = [(c, int(card)) for c, card in zip(codes, cards) if int(card) > 1]
+    if len(keep) == 1 and n:
+        # one varying code: dense already when every code occurs (then no remapping is needed)
+        c, card = keep[0]
+        counts = np.bincount(c, minlength=card)
+        if counts.size == card and (counts > 0).all():
+            first = np.empty(card, dtype=np.int64)
+            first[c[::-1]] = np.arange(n - 1, -1, -1)
+            return c, card, first
+    combined = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for c, card in keep:
+        card = max(int(card), 1)
+        if radix * card >= 2**62:
+            _, combined = np.unique(combined, return_inverse=True)
+            combined = combined.astype(np.int64).ravel()
+            radix = int(combined.max()) + 1 if n else 1
+        combined = combined * card + c
+        radix *= card
+    if n == 0:
+        return combined, 0, np.zeros(0, np.int64)
+    if radix <= max(4 * n, 1 << 16):
+        present = np.bincount(combined, minlength=radix) > 0
+        remap = np.cumsum(present) - 1
+        ids = remap[combined]
+        k = int(present.sum())
+    else:
+        _, ids = np.unique(combined, return_inverse=True)
+        ids = ids.astype(np.int64).ravel()
+        k = int(ids.max()) + 1
+    first = np.empty(k, dtype=np.int64)
+    first[ids[::-1]] = np.arange(n - 1, -1, -1)
+    return ids, k, first
+
+
+def _numpy(col: Any, dtype: Any, fill: float) -> np.ndarray:
+    import pyarrow.compute as pc
+
+    return pc.fill_null(col, fill).to_numpy(zero_copy_only=False).astype(dtype) if col is not None else None
+
+
+# --- per-sample fields -----------------------------------------------------------------------
+
+
+def _sample_field(sample: Sample, name: str) -> Any:
+    if name in sample.metadata:
+        return sample.metadata[name]
+    if name == "n_options":
+        return len(sample.options)
+    if name in ("video", "answer", "answer_letter", "media", "start", "end", "question"):
+        return getattr(sample, name)
+    return _MISSING
+
+
+_MISSING = object()
+
+
+def _hashable(v: Any) -> Any:
+    if isinstance(v, (list, tuple, dict)):
+        import json
+
+        return json.dumps(v, sort_keys=True)
+    return v
+
+
+@dataclass
+class _Samples:
+    """The distinct samples of the table: per-sample codes and the Sample records when known."""
+
+    n: int  # distinct (benchmark, sample_id)
+    of_row: np.ndarray  # (rows,) sample code
+    first_row: np.ndarray  # (n,) first row of each sample
+    bench: np.ndarray  # (n,) benchmark code
+    bench_values: list[str]
+    records: list[Sample | None] | None  # (n,) when samples were given
+    binary_id: np.ndarray | None = None  # (n,) bool: the id has the binarised form (rule 3)
+
+
+def _column_per_sample(table: Any, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
+    """Codes (per sample) and values of predictions column ``name``; a sample whose rows disagree is an error."""
+    codes, values = _encode(table.column(name))
+    per_sample = codes[s.first_row]
+    bad = np.flatnonzero(per_sample[s.of_row] != codes)
+    if bad.size:
+        row = table.slice(int(bad[0]), 1).to_pylist()[0]
+        raise MBAError(f"column {name!r} takes two values for sample {row['sample_id']!r} of {row['benchmark']!r}")
+    return per_sample, values.to_pylist()
+
+
+def _values_per_sample(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    codes: dict[Any, int] = {}
+    out = np.empty(len(values), dtype=np.int64)
+    for i, v in enumerate(values):
+        out[i] = codes.setdefault(_hashable(v), len(codes))
+    return out, list(codes)
+
+
+def _field_per_sample(
+    table: Any, name: str, s: _Samples, *, required: bool
+) -> tuple[np.ndarray, list[Any], bool] | None:
+    """A field per sample: the predictions column if there is one, else the samples' field.
+
+    The third item says whether the values came from the samples (then the annotations also say
+    which samples a group has)."""
+    if name in table.column_names:
+        return (*_column_per_sample(table, name, s), False)
+    if s.records is None:
+        if required:
+            raise MBAError(
+                f"no column {name!r} in the predictions (they have {sorted(table.column_names)}); "
+                "give the benchmark's annotations to use a sample field"
+            )
+        return None
+    values = [_sample_field(r, name) if r is not None else None for r in s.records]
+    if all(v is _MISSING for v in values):
+        if required:
+            known = sorted({k for r in s.records if r is not None for k in r.metadata})
+            raise MBAError(f"no column or sample field {name!r}; the samples' metadata has {known}")
+        return None
+    return (*_values_per_sample([None if v is _MISSING else v for v in values]), True)
+
+
+def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, list[Any], str]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if s.records is not None:
+        values = []
+        rule = set()
+        for r in s.records:
+            assert r is not None
+            for name in GROUP_FIELDS:
+                if name in r.metadata and r.metadata[name] is not None:
+                    values.append(r.metadata[name])
+                    rule.add(name)
+                    break
+            else:
+                raise MBAError(
+                    f"sample {r.sample_id!r} of {r.benchmark!r} has no group: neither metadata 'binary_group' "
+                    "(a binarised sample) nor 'video_name' (TemporalBench); name one with group_by / --group-by"
+                )
+        codes, vals = _values_per_sample(values)
+        return codes, vals, "+".join(n for n in GROUP_FIELDS if n in rule)
+    ids = table.column("sample_id").take(pa.array(s.first_row))
+    if isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
+    if pa.types.is_dictionary(ids.type):
+        ids = ids.cast(ids.type.value_type)
+    ids = ids.cast(pa.string())
+    has = pc.match_substring_regex(ids, BINARY_SUFFIX).to_numpy(zero_copy_only=False)
+    with_suffix = np.bincount(s.bench, weights=has, minlength=len(s.bench_values))
+    lacking = [b for b, c in zip(s.bench_values, with_suffix) if c == 0]
+    if lacking:
+        raise MBAError(
+            f"cannot tell the question groups of benchmark(s) {lacking}: no sample id has the binarised form "
+            "'{sample_id}#b{i}'; give the annotations (TemporalBench groups by video_name) or --group-by FIELD"
+        )
+    s.binary_id = has.astype(bool)
+    stripped = pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="")
+    codes, values = _encode(stripped)
+    return codes, values.to_pylist(), "sample_id#b"
+
+
+def _lookup_records(table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None) -> list:
+    import pyarrow as pa
+
+    heads = table.select(["benchmark", "sample_id"]).take(pa.array(s_first))
+    bench = heads.column("benchmark").to_pylist()
+    sid = heads.column("sample_id").to_pylist()
+    if benchmark is not None:
+        lookup: dict[Any, Sample] = {x.sample_id: x for x in samples}
+        found = [lookup.get(i) for i in sid]
+    else:
+        lookup = {(x.benchmark, x.sample_id): x for x in samples}
+        found = [lookup.get(k) for k in zip(bench, sid)]
+    missing = [(b, i) for b, i, f in zip(bench, sid, found) if f is None]
+    if missing:
+        shown = ", ".join(f"{i!r} of {b!r}" for b, i in missing[:5])
+        raise MBAError(
+            f"{len(missing)} sample(s) in the predictions are not in the annotations, e.g. {shown} "
+            "(check the benchmark and the annotation file)"
+        )
+    return found
+
+
+# --- the computation -------------------------------------------------------------------------
+
+
+def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
+    """TemporalBench's rule per row (module doc)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "response" not in table.column_names:
+        raise MBAError("--parse first-char needs the raw 'response' column in the predictions")
+    n_rows = table.num_rows
+    if s.records is not None:
+        target = np.array([-1 if r.answer is None else r.answer for r in s.records], dtype=np.int64)[s.of_row]
+        n_opt = np.array([len(r.options) for r in s.records], dtype=np.int64)[s.of_row]
+    else:
+        if "target" not in table.column_names:
+            raise MBAError("--parse first-char needs the correct option: give the annotations, or a 'target' column")
+        target = _numpy(table.column("target"), np.int64, -1)
+        n_opt = (_numpy(table.column("n_options"), np.int64, 0) if "n_options" in table.column_names
+                 else np.zeros(n_rows, np.int64))
+    if (target < 0).any():
+        row = table.slice(int(np.flatnonzero(target < 0)[0]), 1).to_pylist()[0]
+        raise MBAError(f"sample {row['sample_id']!r} of {row['benchmark']!r}: the correct option is unknown")
+    rotation = (_numpy(table.column("rotation"), np.int64, 0) if "rotation" in table.column_names
+                else np.zeros(n_rows, np.int64))
+    if (rotation != 0).any() and (n_opt <= 0).any():
+        raise MBAError("rotated rows need the option count (annotations or an 'n_options' column)")
+    shown = np.where(rotation != 0, np.mod(target - rotation, np.maximum(n_opt, 1)), target)
+    response = table.column("response")
+    if pa.types.is_dictionary(response.type):
+        response = response.cast(response.type.value_type)
+    if not pa.types.is_string(response.type) and not pa.types.is_large_string(response.type):
+        response = response.cast(pa.string())
+    first = pc.utf8_slice_codeunits(response, 0, 1)
+    codes, values = _encode(first)
+    # the letter index each distinct first character stands for (Python's str.lower, as the scorer)
+    letter = np.array(
+        [next((i for i, c in enumerate(LETTERS) if v is not None and c.lower() == v.lower()), -2)
+         for v in values.to_pylist()] or [-2],
+        dtype=np.int64,
+    )
+    return (letter[codes] == shown).astype(np.int64)
+
+
+def mba_table(
+    table: Any,
+    *,
+    samples: Iterable[Sample] | None = None,
+    benchmark: str | None = None,
+    models: Sequence[str] | None = None,
+    group_by: str | None = None,
+    parse: str = "extract",
+    incomplete: str = "exclude",
+    dataset_field: str = "dataset",
+    category_field: str = "category",
+    confidence: float = 0.95,
+) -> MBAResult:
+    """BA, MBA and chance MBA per benchmark x model x condition: overall, by dataset, by category.
+
+    ``table``: a pyarrow Table in the tidy schema. ``samples``: the benchmark's Samples (needed for
+    sample fields the predictions lack, TemporalBench's ``video_name`` groups, and for the complete
+    list of each group's questions); matched on ``sample_id`` when ``benchmark`` is given, else on
+    (benchmark, sample_id); a predicted sample they lack is an error. ``parse``: ``extract`` or
+    ``first-char``; ``incomplete``: ``exclude`` or ``present``. Every rule is in the module docstring.
+    ``by_dataset`` / ``by_category`` are empty when the field is in neither the predictions nor the samples.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.accuracy import condition_columns
+
+    if parse not in PARSES:
+        raise MBAError(f"unknown parse mode {parse!r}; choose one of {', '.join(PARSES)}")
+    if incomplete not in INCOMPLETE_POLICIES:
+        raise MBAError(f"unknown incomplete policy {incomplete!r}; choose one of {', '.join(INCOMPLETE_POLICIES)}")
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise MBAError(f"predictions table lacks column(s) {missing}")
+    if benchmark is not None:
+        present = sorted(set(pc.unique(table.column("benchmark")).to_pylist()))
+        table = table.filter(pc.equal(table.column("benchmark"), benchmark))
+        if table.num_rows == 0:
+            raise MBAError(f"the predictions have no rows for benchmark {benchmark!r} (they have {present})")
+    if models is not None:
+        present_models = set(pc.unique(table.column("model")).to_pylist())
+        unknown = sorted(set(models) - present_models)
+        if unknown:
+            raise MBAError(f"unknown model(s) {unknown}; the predictions have {sorted(present_models)}")
+        table = table.filter(pc.is_in(table.column("model"), value_set=pa.array(list(models), type=pa.string())))
+    oracle_rows = 0
+    if "window" in table.column_names:
+        is_window = pc.is_valid(table.column("window"))
+        oracle_rows = int(pc.sum(is_window.cast(pa.int64())).as_py() or 0)
+        if oracle_rows:
+            table = table.filter(pc.invert(is_window))
+    n = table.num_rows
+    cond_cols = condition_columns(table) if n else ["strategy", "mode"]
+    cond_cols = [c for c in cond_cols if c in table.column_names]
+
+    # conditions and samples
+    enc = {name: _encode(table.column(name)) for name in ["benchmark", "model", *cond_cols]}
+    cid, n_cond, cond_first = _combine([enc[c][0] for c in enc], [len(enc[c][1]) for c in enc], n)
+    sid_codes, sid_values = _encode(table.column("sample_id"))
+    b_codes, b_values = enc["benchmark"]
+    s_of_row, n_samples, s_first = _combine([b_codes, sid_codes], [len(b_values), len(sid_values)], n)
+    pair, n_pairs, pair_first = _combine([cid, s_of_row], [n_cond, n_samples], n)
+    if n_pairs != n:
+        counts = np.bincount(pair, minlength=n_pairs)
+        row = table.slice(int(pair_first[int(np.flatnonzero(counts > 1)[0])]), 1).to_pylist()[0]
+        raise MBAError(
+            f"duplicate predictions ({n - n_pairs} extra row(s)), e.g. sample {row['sample_id']!r} of "
+            f"{row['benchmark']!r}, model {row['model']!r}, strategy {row['strategy']!r}: each would be counted twice"
+        )
+    records = None
+    sample_list: list[Sample] | None = None
+    if samples is not None:
+        sample_list = list(samples)
+        records = _lookup_records(table, s_first, sample_list, benchmark) if n else []
+    s = _Samples(n_samples, s_of_row, s_first, b_codes[s_first] if n else np.zeros(0, np.int64),
+                 b_values.to_pylist(), records)
+
+    # groups, labels, correctness, option counts
+    if group_by is not None:
+        g_codes, g_values, g_from_samples = _field_per_sample(table, group_by, s, required=True)  # type: ignore[misc]
+        group_rule = group_by
+    else:
+        g_codes, g_values, group_rule = _default_groups(table, s) if n else (np.zeros(0, np.int64), [], "")
+        g_from_samples = records is not None
+    ok = (_first_char_correct(table, s) if parse == "first-char"
+          else _numpy(table.column("correct"), np.int64, 0)) if n else np.zeros(0, np.int64)
+    if records is not None:
+        n_opt = np.array([len(r.options) if r.options else 0 for r in records], dtype=np.float64)[s_of_row]
+    elif "n_options" in table.column_names:
+        n_opt = _numpy(table.column("n_options"), np.float64, 0.0)
+    else:
+        n_opt = np.zeros(n, np.float64)
+    if s.binary_id is not None:  # a binarised question without a known option count has two options
+        n_opt = np.where((n_opt <= 0) & s.binary_id[s_of_row], 2.0, n_opt)
+    with np.errstate(divide="ignore"):
+        logn = np.where(n_opt > 0, np.log(np.where(n_opt > 0, n_opt, 1.0)), np.nan)
+
+    cond_heads = table.select(["benchmark", "model", *cond_cols]).take(pa.array(cond_first)).to_pylist()
+    notes = [f"Wilson {confidence:.0%} intervals; groups: {group_rule or '-'}; parse: {parse}; "
+             f"incomplete groups: {incomplete}"]
+    views: dict[str, list[dict[str, Any]]] = {}
+    for view, fname in (("overall", None), ("by_dataset", dataset_field), ("by_category", category_field)):
+        if fname is None:
+            l_codes, l_values, l_from_samples = np.zeros(n_samples, np.int64), [None], True
+        else:
+            got = _field_per_sample(table, fname, s, required=False) if n else None
+            if got is None:
+                views[view] = []
+                notes.append(f"{view}: no field {fname!r} in the predictions or the samples")
+                continue
+            l_codes, l_values, l_from_samples = got
+        # the annotations list each group's samples only when both group and label are sample fields
+        annotated = sample_list if (g_from_samples and l_from_samples) else None
+        views[view] = _view(
+            view, fname, s, g_codes, g_values, l_codes, l_values, cid, n_cond, cond_heads, ok, logn,
+            annotated, benchmark, group_by, incomplete, confidence,
+        )
+    if oracle_rows:
+        notes.append(f"{oracle_rows} oracle window row(s) left out")
+    meta = {"parse": parse, "group_by": group_rule, "incomplete_policy": incomplete, "confidence": confidence,
+            "oracle_rows_skipped": oracle_rows}
+    return MBAResult(views["overall"], views["by_dataset"], views["by_category"], cond_cols, notes, meta)
+
+
+def _group_of(sample: Sample, group_by: str | None) -> Any:
+    if group_by is not None:
+        v = _sample_field(sample, group_by)
+        return None if v is _MISSING else _hashable(v)
+    for name in GROUP_FIELDS:
+        if sample.metadata.get(name) is not None:
+            return _hashable(sample.metadata[name])
+    return None
+
+
+def _view(
+    view: str,
+    fname: str | None,
+    s: _Samples,
+    g_codes: np.ndarray,
+    g_values: list[Any],
+    l_codes: np.ndarray,
+    l_values: list[Any],
+    cid: np.ndarray,
+    n_cond: int,
+    cond_heads: list[dict[str, Any]],
+    ok: np.ndarray,
+    logn: np.ndarray,
+    samples: list[Sample] | None,
+    benchmark: str | None,
+    group_by: str | None,
+    incomplete: str,
+    confidence: float,
+) -> list[dict[str, Any]]:
+    from tempcore.diagnostics.accuracy import _sort_key
+    from tempcore.diagnostics.stats import wilson_interval
+
+    n = cid.size
+    # units (the groups of this view): (benchmark, label, group) per sample
+    unit_of_s, n_units, unit_first_s = _combine(
+        [s.bench, l_codes, g_codes], [len(s.bench_values), len(l_values), len(g_values)], s.n
+    )
+    label_of_s, n_labels, label_first_s = _combine([s.bench, l_codes], [len(s.bench_values), len(l_values)], s.n)
+    label_of_unit = label_of_s[unit_first_s]
+    label_key = [(s.bench_values[s.bench[i]], _hashable(l_values[l_codes[i]])) for i in label_first_s]
+    unit = unit_of_s[s.of_row]
+
+    # expected questions per unit, and units per label (the universe a condition should cover)
+    if incomplete == "present":
+        expected = None
+        universe: dict[tuple[Any, Any], int] | None = None
+    elif samples is None:
+        expected = np.bincount(unit_of_s, minlength=n_units)
+        universe = dict(zip(label_key, np.bincount(label_of_unit, minlength=n_labels).tolist()))
+    else:
+        per_unit: Counter = Counter()
+        per_label: dict[tuple[Any, Any], set] = {}
+        for x in samples:
+            bench = benchmark if benchmark is not None else x.benchmark
+            lab = None if fname is None else _sample_field(x, fname)
+            lab = None if lab is _MISSING else _hashable(lab)
+            grp = _group_of(x, group_by)
+            per_unit[(bench, lab, grp)] += 1
+            per_label.setdefault((bench, lab), set()).add(grp)
+        expected = np.array(
+            [per_unit[(s.bench_values[s.bench[i]], _hashable(l_values[l_codes[i]]), _hashable(g_values[g_codes[i]]))]
+             for i in unit_first_s],
+            dtype=np.int64,
+        )
+        universe = {k: len(v) for k, v in per_label.items()}
+
+    # per (condition, unit): questions, correct, log option counts
+    cu, n_cu, cu_first = _combine([cid, unit], [n_cond, n_units], n)
+    rows = np.bincount(cu, minlength=n_cu)
+    right = np.bincount(cu, weights=ok, minlength=n_cu)
+    logs = np.bincount(cu, weights=logn, minlength=n_cu)
+    cu_unit = unit[cu_first]
+    cu_cond = cid[cu_first]
+    complete = np.ones(n_cu, bool) if expected is None else rows == expected[cu_unit]
+    solved = complete & (right == rows)
+    cl = cu_cond * n_labels + label_of_unit[cu_unit]
+    size = n_cond * n_labels
+    agg = {
+        "n_binary": np.bincount(cl, weights=rows * complete, minlength=size),
+        "correct_binary": np.bincount(cl, weights=right * complete, minlength=size),
+        "n_groups": np.bincount(cl, weights=complete, minlength=size),
+        "correct_groups": np.bincount(cl, weights=solved, minlength=size),
+        "chance": np.bincount(cl, weights=np.where(complete, np.exp(-logs), 0.0), minlength=size),
+        "seen": np.bincount(cl, minlength=size),
+    }
+    n_b, c_b, n_g, c_g = agg["n_binary"], agg["correct_binary"], agg["n_groups"], agg["correct_groups"]
+    ba_lo, ba_hi = wilson_interval(c_b, n_b, confidence)
+    mba_lo, mba_hi = wilson_interval(c_g, n_g, confidence)
+
+    def num(x: float) -> float | None:
+        return None if math.isnan(x) else float(x)
+
+    out = []
+    for c in range(n_cond):
+        head = cond_heads[c]
+        for lab in range(n_labels):
+            bench, lab_value = label_key[lab]
+            if bench != head["benchmark"]:
+                continue
+            i = c * n_labels + lab
+            if agg["seen"][i] == 0 and universe is None:
+                continue
+            groups = int(n_g[i])
+            if universe is not None:
+                missing_groups = universe.get((bench, lab_value), groups) - groups
+            else:
+                missing_groups = 0
+            row = dict(head)
+            if fname is not None:
+                row[view[3:]] = l_values[l_codes[label_first_s[lab]]]
+            nb = int(n_b[i])
+            row.update(
+                n_binary=nb,
+                correct_binary=int(c_b[i]),
+                ba=float(c_b[i] / nb) if nb else None,
+                ba_ci_low=num(ba_lo[i]) if nb else None,
+                ba_ci_high=num(ba_hi[i]) if nb else None,
+                n_groups=groups,
+                correct_groups=int(c_g[i]),
+                mba=float(c_g[i] / groups) if groups else None,
+                mba_ci_low=num(mba_lo[i]) if groups else None,
+                mba_ci_high=num(mba_hi[i]) if groups else None,
+                chance_mba=num(agg["chance"][i] / groups) if groups else None,
+                incomplete_groups=int(missing_groups),
+            )
+            out.append(row)
+    keys = [k for k in out[0] if k not in FIGURE_KEYS] if out else []
+    out.sort(key=_sort_key(keys))
+    return out
+
+
+def mba_json(result: MBAResult) -> dict[str, Any]:
+    """The ``tempcore mba --json`` object (see :meth:`MBAResult.to_json`)."""
+    return result.to_json()
+
+
+__all__ = ["INCOMPLETE_POLICIES", "PARSES", "MBAError", "MBAResult", "mba_json", "mba_table"]
