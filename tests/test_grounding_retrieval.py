@@ -198,3 +198,17 @@ def test_top5_stem_coverage_ties_by_first_appearance():
     p = query_profile(qs)
     assert p["top5_stems"] == ["q6 a b c", "q0 a b c", "q1 a b c", "q2 a b c", "q3 a b c"]
     assert p["top5_stem_coverage"] == 6 / 8
+
+
+def test_blocks_of_queries_give_the_same_windows_as_one_query_at_a_time():
+    rng = np.random.default_rng(9)
+    s = rng.random((1100, 120))
+    s[700, 60:] = np.nan
+    w = retrieval_windows(s)
+    c = candidate_windows(s, k=2)
+    for q in (0, 511, 512, 700, 1023, 1024, 1099):
+        one = retrieval_windows(s[q])
+        assert (w["start"][q], w["end"][q]) == (one["start"][0], one["end"][0])
+        one_c = candidate_windows(s[q], k=2)
+        np.testing.assert_array_equal(c["start"][q], one_c["start"][0])
+    assert c["end"][700].max() <= 60.0

@@ -103,6 +103,19 @@ def retrieval_windows(
     if not 0 <= min_len <= max_len:
         raise GroundingError(f"need 0 <= min_len <= max_len, not [{min_len}, {max_len}]")
     s = _tracks(scores)
+    dur = _durations(s, fps, t0, durations)
+    parts = [
+        _windows(s[i : i + _CHUNK], fps, t0, beta, smooth_frames, min_len, max_len, dur[i : i + _CHUNK])
+        for i in range(0, s.shape[0], _CHUNK)
+    ]
+    return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in _KEYS}
+
+
+_CHUNK = 512  # queries per block: bounds the temporaries to a few (512, frames) arrays
+_KEYS = ("start", "end", "peak_time", "peak_score")
+
+
+def _windows(s, fps, t0, beta, smooth_frames, min_len, max_len, dur) -> dict[str, np.ndarray]:
     q, n = s.shape
     sm = smooth(s, smooth_frames)
     filled = np.where(np.isnan(sm), -np.inf, sm)
@@ -127,7 +140,6 @@ def retrieval_windows(
     pc = t0 + (peak + 0.5) * step
     ls = np.clip(pc - max_len / 2, g_start, g_end - max_len)
     start[long_], end[long_] = ls[long_], ls[long_] + max_len
-    dur = _durations(s, fps, t0, durations)
     shift = np.where(start < t0, t0 - start, 0.0)
     start, end = start + shift, end + shift
     shift = np.where(end > dur, end - dur, 0.0)
@@ -154,6 +166,15 @@ def candidate_windows(
     if k < 1:
         raise GroundingError(f"k must be >= 1, not {k}")
     s = _tracks(scores)
+    dur = _durations(s, fps, t0, durations)
+    parts = [
+        _candidates(s[i : i + _CHUNK], k, fps, t0, nms_s, pad_s, smooth_frames, dur[i : i + _CHUNK])
+        for i in range(0, s.shape[0], _CHUNK)
+    ]
+    return {key: np.concatenate([p[key] for p in parts]) if parts else np.zeros((0, k)) for key in _KEYS}
+
+
+def _candidates(s, k, fps, t0, nms_s, pad_s, smooth_frames, dur) -> dict[str, np.ndarray]:
     q, n = s.shape
     sm = np.where(np.isnan(s), -np.inf, smooth(s, smooth_frames))
     sm = np.where(np.isnan(sm), -np.inf, sm)
@@ -170,7 +191,7 @@ def candidate_windows(
         peaks[ok, j] = p[ok]
         values[ok, j] = v[ok]
         sm = np.where(np.abs(idx - p[:, None]) < radius, -np.inf, sm)
-    dur = _durations(s, fps, t0, durations)[:, None]
+    dur = dur[:, None]
     t = np.where(peaks >= 0, t0 + peaks * step, np.nan)
     start = np.maximum(t - pad_s, t0)
     end = np.minimum(t + pad_s, dur)
