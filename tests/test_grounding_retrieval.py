@@ -211,4 +211,4 @@ def test_blocks_of_queries_give_the_same_windows_as_one_query_at_a_time():
         assert (w["start"][q], w["end"][q]) == (one["start"][0], one["end"][0])
         one_c = candidate_windows(s[q], k=2)
         np.testing.assert_array_equal(c["start"][q], one_c["start"][0])
-    assert c["end"][700].max() <= 60.0
+    assert c["end"][700][0] <= 60.0 and math.isnan(c["end"][700][1])  # 60 s: one candidate only
