@@ -220,3 +220,16 @@ def test_import_tempcore_does_not_import_torch():
             "print('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() \
         == "False"
+
+
+def test_table_groups_several_benchmarks_and_chunks(charades):
+    from tempcore.grounding.evaluate import table_groups
+
+    samples = load_benchmark("charades_sta", charades).samples
+    a = tidy([prow("3MSZA_0", "m", 24.3, 30.4), {**prow("3MSZA_0", "m", 0.0, 1.0), "benchmark": "other"}])
+    b = tidy([prow("AO8RW_0", "m", 0.0, 13.8)])
+    table = pa.concat_tables([a, b])  # two chunks
+    table = table.set_column(0, "benchmark", table.column("benchmark").dictionary_encode())
+    (g,) = table_groups(table, samples, benchmark="charades_sta")
+    assert g["n"] == 2 and g["miou"] == pytest.approx(0.75)
+    assert table_groups(table, samples, benchmark="missing") == []

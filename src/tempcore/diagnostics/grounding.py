@@ -84,10 +84,11 @@ def iou(
         ps, pe = np.minimum(ps, pe), np.maximum(ps, pe)
         gs, ge = np.minimum(gs, ge), np.maximum(gs, ge)
     with np.errstate(invalid="ignore"):
-        valid = np.isfinite(ps) & np.isfinite(pe) & np.isfinite(gs) & np.isfinite(ge) & (ps <= pe) & (gs <= ge)
-        inter = np.clip(np.minimum(pe, ge) - np.maximum(ps, gs), 0.0, None)
+        inter = np.minimum(pe, ge) - np.maximum(ps, gs)
+        inter = np.maximum(inter, 0.0)
         hull = np.maximum(pe, ge) - np.minimum(ps, gs)
-        ok = valid & (hull > 0)
+        # a finite, positive hull implies finite bounds (NaN compares False)
+        ok = (hull > 0) & np.isfinite(hull) & (ps <= pe) & (gs <= ge)
         out = np.zeros(ps.shape, dtype=np.float64)
         np.divide(inter, hull, out=out, where=ok)
     return out
@@ -126,16 +127,27 @@ def best_iou(
         return iou(ps, pe, gs, ge, reversed=reversed), np.arange(n)
     idx = _items(gt_item, n, gs.shape[0])
     vals = iou(ps[idx], pe[idx], gs, ge, reversed=reversed)
-    best = np.full(n, -np.inf)
-    np.maximum.at(best, idx, vals)
-    # first window (flat order) reaching the item's best
-    order = np.lexsort((np.arange(idx.size), -vals, idx))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = idx[order][1:] != idx[order][:-1]
-    window = np.full(n, -1, dtype=np.int64)
-    window[idx[order][first]] = order[first]
+    best = _reduce(np.maximum, vals, idx, n, -np.inf)
+    # the first window (flat order) reaching the item's best
+    pos = np.where(vals == best[idx], np.arange(idx.size), idx.size)
+    window = _reduce(np.minimum, pos, idx, n, idx.size)
+    window[window == idx.size] = -1
     best[window < 0] = np.nan
     return best, window
+
+
+def _reduce(ufunc: np.ufunc, values: np.ndarray, idx: np.ndarray, n: int, fill: float) -> np.ndarray:
+    """``ufunc`` over the values of each item (``fill`` for an item without values): ``reduceat``
+    when ``idx`` is sorted (the common, fast case), ``ufunc.at`` otherwise."""
+    out = np.full(n, fill, dtype=np.result_type(values, type(fill)))
+    if idx.size == 0:
+        return out
+    if np.all(idx[1:] >= idx[:-1]):
+        starts = np.flatnonzero(np.concatenate(([True], idx[1:] != idx[:-1])))
+        out[idx[starts]] = ufunc.reduceat(values, starts)
+    else:
+        ufunc.at(out, idx, values)
+    return out
 
 
 def recall_at(ious: Any, thresholds: Sequence[float] = THRESHOLDS, *, strict: bool = False) -> dict[str, float]:
@@ -352,8 +364,7 @@ def offsets(
     edge = np.clip(np.maximum(lo, gs) - np.minimum(hi, ge), 0.0, None)
     out = []
     for d in (centre, edge):
-        best = np.full(n, np.inf)
-        np.minimum.at(best, idx, np.where(np.isnan(d), np.inf, d))
+        best = _reduce(np.minimum, np.where(np.isnan(d), np.inf, d), idx, n, np.inf)
         best[np.isinf(best)] = np.nan
         out.append(best)
     return out[0], out[1]

@@ -20,9 +20,11 @@ pyarrow is imported inside the functions.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -105,16 +107,31 @@ def read_table(path: str | os.PathLike[str]) -> Any:
     return table
 
 
-def gt_arrays(samples: Sequence[Sample]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+@dataclass(frozen=True)
+class GroundTruth:
+    """The GT windows of grounding samples, flat: ``ids`` (sample ids in order), ``start`` /
+    ``end`` (seconds) and ``item`` (the owning sample's position in ``ids``), windows grouped
+    by sample in order. Build once per benchmark with :meth:`from_samples`."""
+
+    ids: list[str]
+    start: np.ndarray
+    end: np.ndarray
+    item: np.ndarray
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[Sample]) -> GroundTruth:
+        ids = [s.sample_id for s in samples]
+        counts = np.fromiter((len(s.answer_windows) for s in samples), dtype=np.int64, count=len(samples))
+        flat = np.fromiter(itertools.chain.from_iterable(w for s in samples for w in s.answer_windows),
+                           dtype=np.float64, count=2 * int(counts.sum()))
+        item = np.repeat(np.arange(len(samples), dtype=np.int64), counts)
+        return cls(ids, flat[0::2].copy(), flat[1::2].copy(), item)
+
+
+def gt_arrays(samples: Sequence[Sample] | GroundTruth) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """(sample ids, flat window starts, ends, owning sample index) of grounding samples."""
-    ids, starts, ends, item = [], [], [], []
-    for i, s in enumerate(samples):
-        ids.append(s.sample_id)
-        for a, b in s.answer_windows:
-            starts.append(a)
-            ends.append(b)
-            item.append(i)
-    return ids, np.asarray(starts, float), np.asarray(ends, float), np.asarray(item, np.int64)
+    gt = samples if isinstance(samples, GroundTruth) else GroundTruth.from_samples(samples)
+    return gt.ids, gt.start, gt.end, gt.item
 
 
 def _col(table: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
@@ -135,25 +152,41 @@ def _codes(table: Any, name: str) -> tuple[np.ndarray, list[str]]:
     col = table.column(name)
     if not pa.types.is_dictionary(col.type):
         col = pc.dictionary_encode(col.cast(pa.string()))
-    col = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    if isinstance(col, pa.ChunkedArray):
+        col = col.unify_dictionaries().combine_chunks() if col.num_chunks > 1 else (
+            col.chunk(0) if col.num_chunks else pa.array([], pa.string()).dictionary_encode())
+    if col.null_count:
+        raise GroundingInputError(f"column {name} has empty values")
     values = [str(v) for v in col.dictionary.to_pylist()]
     return col.indices.to_numpy(zero_copy_only=False).astype(np.int64), values
 
 
+def _only_benchmark(table: Any, benchmark: str | None) -> Any:
+    """The rows of ``benchmark`` (all rows without a name or a ``benchmark`` column)."""
+    import pyarrow as pa
+
+    if benchmark is None or "benchmark" not in table.column_names:
+        return table
+    codes, values = _codes(table, "benchmark")
+    if values == [benchmark]:
+        return table
+    keep = codes == (values.index(benchmark) if benchmark in values else -1)
+    return table.filter(pa.array(keep))
+
+
 def table_scores(
     table: Any,
-    samples: Sequence[Sample] | None = None,
+    samples: Sequence[Sample] | GroundTruth | None = None,
     *,
     benchmark: str | None = None,
     reversed: str = "invalid",
+    with_offsets: bool = False,
 ) -> dict[str, np.ndarray]:
     """Per row: ``iou`` (best GT window; NaN for a sample without window), ``parse_fail``, and
-    with samples the ``centre`` / ``edge`` offsets to the nearest GT window and ``gt_start`` /
-    ``gt_end`` of the best-matching one."""
+    with samples and ``with_offsets`` the ``centre`` / ``edge`` offsets to the nearest GT window."""
     import pyarrow.compute as pc
 
-    if benchmark is not None and "benchmark" in table.column_names:
-        table = table.filter(pc.equal(table.column("benchmark").cast("string"), benchmark))
+    table = _only_benchmark(table, benchmark)
     n = table.num_rows
     has_bounds = {"pred_start", "pred_end"} <= set(table.column_names)
     pf = np.zeros(n, dtype=bool)
@@ -167,11 +200,15 @@ def table_scores(
         ids, gs, ge, gi = gt_arrays(samples)
         import pyarrow as pa
 
-        sid = table.column("sample_id").cast(pa.string())
-        pos = pc.index_in(sid, value_set=pa.array(ids, pa.string())).cast(pa.float64())
-        pos = pos.to_numpy(zero_copy_only=False)
+        sid = table.column("sample_id")
+        if not pa.types.is_dictionary(sid.type):
+            sid = pc.dictionary_encode(sid.cast(pa.string()))
+        sid = sid.combine_chunks() if isinstance(sid, pa.ChunkedArray) else sid
+        at = pc.index_in(sid.dictionary.cast(pa.string()), value_set=pa.array(ids, pa.string()))
+        at = at.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        pos = at[sid.indices.to_numpy(zero_copy_only=False)]
         if np.isnan(pos).any():
-            bad = sid[int(np.flatnonzero(np.isnan(pos))[0])].as_py()
+            bad = sid.dictionary[int(sid.indices[int(np.flatnonzero(np.isnan(pos))[0])].as_py())].as_py()
             raise GroundingInputError(f"sample {bad!r} of the predictions is not in the annotations")
         pos = pos.astype(np.int64)
         counts = np.bincount(gi, minlength=len(ids))
@@ -180,21 +217,19 @@ def table_scores(
         if np.all(c == 1):
             w = offs[pos]
             out["iou"] = gm.iou(ps, pe, gs[w], ge[w], reversed=reversed)
-            out["iou"][pf] = 0.0
-            best_w = w
-            cen, edg = gm.offsets(ps, pe, gs[w], ge[w])
-        else:
-            rep = np.repeat(np.arange(n), c)
+            rows, wgs, wge = None, gs[w], ge[w]
+        else:  # every (prediction, GT window) pair, rows contiguous: the best per row by reduceat
             first = np.concatenate(([0], np.cumsum(c)[:-1]))
-            w = offs[pos][rep] + (np.arange(rep.size) - first[rep])
-            best, bw = gm.best_iou(ps, pe, gs[w], ge[w], rep, reversed=reversed)
-            best[pf & (c > 0)] = 0.0
+            w = np.repeat(offs[pos] - first, c) + np.arange(int(c.sum()))
+            rows, wgs, wge = np.repeat(np.arange(n), c), gs[w], ge[w]
+            vals = gm.iou(np.repeat(ps, c), np.repeat(pe, c), wgs, wge, reversed=reversed)
+            best = np.full(n, np.nan)
+            has = c > 0
+            best[has] = np.maximum.reduceat(vals, first[has]) if vals.size else best[has]
             out["iou"] = best
-            best_w = np.where(bw >= 0, w[np.maximum(bw, 0)], -1)
-            cen, edg = gm.offsets(ps, pe, gs[w], ge[w], rep)
-        out["centre"], out["edge"] = cen, edg
-        out["gt_start"] = np.where(best_w >= 0, gs[np.maximum(best_w, 0)], np.nan)
-        out["gt_end"] = np.where(best_w >= 0, ge[np.maximum(best_w, 0)], np.nan)
+        out["iou"][pf & ~np.isnan(out["iou"])] = 0.0
+        if with_offsets:
+            out["centre"], out["edge"] = gm.offsets(ps, pe, wgs, wge, rows)
     elif "iou" in table.column_names:
         v = _col(table, "iou")
         pf |= np.isnan(v)
@@ -209,7 +244,7 @@ def table_scores(
 
 def table_groups(
     table: Any,
-    samples: Sequence[Sample] | None = None,
+    samples: Sequence[Sample] | GroundTruth | None = None,
     *,
     benchmark: str | None = None,
     thresholds: Sequence[float] = gm.THRESHOLDS,
@@ -221,11 +256,9 @@ def table_groups(
 ) -> list[dict[str, Any]]:
     """One dict per model x condition: ``model``, ``strategy`` (``condition`` when needed), ``n``,
     ``miou``, ``recall``, ``parse_fail`` (+ ``split``: the search / localize split)."""
-    import pyarrow.compute as pc
 
-    if benchmark is not None and "benchmark" in table.column_names:
-        table = table.filter(pc.equal(table.column("benchmark").cast("string"), benchmark))
-    scores = table_scores(table, samples, reversed=reversed)
+    table = _only_benchmark(table, benchmark)
+    scores = table_scores(table, samples, reversed=reversed, with_offsets=split)
     model, models = _codes(table, "model")
     cond_name = "condition" if "condition" in table.column_names else "strategy"
     cond, conds = _codes(table, cond_name)
@@ -334,6 +367,7 @@ def _num(x: float) -> float | None:
 
 
 __all__ = [
+    "GroundTruth",
     "GroundingInputError",
     "gt_arrays",
     "is_submission",
