@@ -233,3 +233,15 @@ def test_table_groups_several_benchmarks_and_chunks(charades):
     (g,) = table_groups(table, samples, benchmark="charades_sta")
     assert g["n"] == 2 and g["miou"] == pytest.approx(0.75)
     assert table_groups(table, samples, benchmark="missing") == []
+
+
+def test_groups_name_the_condition_when_a_strategy_has_several(charades):
+    from tempcore.grounding.evaluate import table_groups
+
+    samples = load_benchmark("charades_sta", charades).samples
+    table = tidy([prow("3MSZA_0", "m", 24.3, 30.4, condition="uniform|k=32"),
+                  prow("3MSZA_0", "m", 0.0, 1.0, condition="uniform|k=8"),
+                  prow("3MSZA_0", "m", 24.3, 30.4, strategy="maxprob", condition="maxprob|mode=q|k=32")])
+    groups = table_groups(table, samples)
+    assert [(g["strategy"], g.get("condition"), g["miou"]) for g in groups] == [
+        ("maxprob", None, 1.0), ("uniform", "uniform|k=32", 1.0), ("uniform", "uniform|k=8", 0.0)]

@@ -73,25 +73,43 @@ def _check_reversed(reversed: str) -> None:
         raise GroundingError(f"reversed must be one of {REVERSED}, not {reversed!r}")
 
 
+def valid_spans(start: Any, end: Any, *, reversed: str = "invalid") -> tuple[np.ndarray, np.ndarray]:
+    """Spans with every invalid one (a NaN or infinite bound; start > end unless
+    ``reversed="swap"``, which swaps it) turned into ``(NaN, NaN)``."""
+    _check_reversed(reversed)
+    s, e = _f(start), _f(end)
+    if reversed == "swap":
+        s, e = np.minimum(s, e), np.maximum(s, e)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(s) & np.isfinite(e) & (s <= e))
+    if np.any(bad):
+        s, e = np.where(bad, np.nan, s), np.where(bad, np.nan, e)
+    return s, e
+
+
+def iou_of_valid(ps: np.ndarray, pe: np.ndarray, gs: np.ndarray, ge: np.ndarray) -> np.ndarray:
+    """IoU (broadcasting) of spans already passed through :func:`valid_spans` (NaN spans give 0).
+
+    A positive intersection implies a positive hull, so the division is guarded by the
+    intersection alone; NaN compares False."""
+    with np.errstate(invalid="ignore"):
+        inter = np.minimum(pe, ge)
+        inter -= np.maximum(ps, gs)
+        hull = np.maximum(pe, ge)
+        hull -= np.minimum(ps, gs)
+        out = np.zeros(inter.shape, dtype=np.float64)
+        np.divide(inter, hull, out=out, where=inter > 0)
+    return out
+
+
 def iou(
     pred_start: Any, pred_end: Any, gt_start: Any, gt_end: Any, *, reversed: str = "invalid"
 ) -> np.ndarray:
     """Element-wise (broadcasting) IoU of intervals ``[pred_start, pred_end]`` and
     ``[gt_start, gt_end]``, with the hull as union; 0 for invalid spans (see the module doc)."""
-    _check_reversed(reversed)
-    ps, pe, gs, ge = np.broadcast_arrays(_f(pred_start), _f(pred_end), _f(gt_start), _f(gt_end))
-    if reversed == "swap":
-        ps, pe = np.minimum(ps, pe), np.maximum(ps, pe)
-        gs, ge = np.minimum(gs, ge), np.maximum(gs, ge)
-    with np.errstate(invalid="ignore"):
-        inter = np.minimum(pe, ge) - np.maximum(ps, gs)
-        inter = np.maximum(inter, 0.0)
-        hull = np.maximum(pe, ge) - np.minimum(ps, gs)
-        # a finite, positive hull implies finite bounds (NaN compares False)
-        ok = (hull > 0) & np.isfinite(hull) & (ps <= pe) & (gs <= ge)
-        out = np.zeros(ps.shape, dtype=np.float64)
-        np.divide(inter, hull, out=out, where=ok)
-    return out
+    ps, pe = valid_spans(pred_start, pred_end, reversed=reversed)
+    gs, ge = valid_spans(gt_start, gt_end, reversed=reversed)
+    return iou_of_valid(ps, pe, gs, ge)
 
 
 def _items(gt_item: Any, n_items: int, n: int, what: str = "gt_item") -> np.ndarray:
@@ -418,8 +436,10 @@ __all__ = [
     "group_summaries",
     "grounding_summary",
     "iou",
+    "iou_of_valid",
     "moment_retrieval",
     "offsets",
     "recall_at",
     "search_localize",
+    "valid_spans",
 ]

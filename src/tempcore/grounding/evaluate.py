@@ -198,6 +198,8 @@ def table_scores(
         pf |= np.isnan(ps) | np.isnan(pe)
         ps, pe = np.where(pf, np.nan, ps), np.where(pf, np.nan, pe)
         ids, gs, ge, gi = gt_arrays(samples)
+        vps, vpe = gm.valid_spans(ps, pe, reversed=reversed)
+        gs, ge = gm.valid_spans(gs, ge, reversed=reversed)
         import pyarrow as pa
 
         sid = table.column("sample_id")
@@ -216,13 +218,13 @@ def table_scores(
         c = counts[pos]
         if np.all(c == 1):
             w = offs[pos]
-            out["iou"] = gm.iou(ps, pe, gs[w], ge[w], reversed=reversed)
+            out["iou"] = gm.iou_of_valid(vps, vpe, gs[w], ge[w])
             rows, wgs, wge = None, gs[w], ge[w]
         else:  # every (prediction, GT window) pair, rows contiguous: the best per row by reduceat
             first = np.concatenate(([0], np.cumsum(c)[:-1]))
             w = np.repeat(offs[pos] - first, c) + np.arange(int(c.sum()))
             rows, wgs, wge = np.repeat(np.arange(n), c), gs[w], ge[w]
-            vals = gm.iou(np.repeat(ps, c), np.repeat(pe, c), wgs, wge, reversed=reversed)
+            vals = gm.iou_of_valid(np.repeat(vps, c), np.repeat(vpe, c), wgs, wge)
             best = np.full(n, np.nan)
             has = c > 0
             best[has] = np.maximum.reduceat(vals, first[has]) if vals.size else best[has]
@@ -260,26 +262,27 @@ def table_groups(
     table = _only_benchmark(table, benchmark)
     scores = table_scores(table, samples, reversed=reversed, with_offsets=split)
     model, models = _codes(table, "model")
-    cond_name = "condition" if "condition" in table.column_names else "strategy"
-    cond, conds = _codes(table, cond_name)
-    strat, strats = _codes(table, "strategy")
+    use_cond = "condition" in table.column_names and table.column("condition").null_count == 0
+    cond, conds = _codes(table, "condition" if use_cond else "strategy")
+    # a condition key starts with its strategy (Condition.key)
+    cond_strategy = [c.split("|", 1)[0] for c in conds]
+    n_keys = len(models) * len(conds)
     key = model * len(conds) + cond
-    uniq, group = np.unique(key, return_inverse=True)
-    # the strategy of each group (first row)
-    first_row = np.full(uniq.size, -1)
-    first_row[group[::-1]] = np.arange(group.size)[::-1]
-    sums = gm.group_summaries(group, scores["iou"], scores["parse_fail"], uniq.size, thresholds, strict=strict)
-    ambiguous = {}
-    for g in range(uniq.size):
-        k = (uniq[g] // len(conds), strats[strat[first_row[g]]])
-        ambiguous[k] = ambiguous.get(k, 0) + 1
+    present = np.flatnonzero(np.bincount(key, minlength=n_keys))
+    lut = np.zeros(max(n_keys, 1), dtype=np.int64)
+    lut[present] = np.arange(present.size)
+    group = lut[key]
+    sums = gm.group_summaries(group, scores["iou"], scores["parse_fail"], present.size, thresholds, strict=strict)
+    per_strategy: dict[tuple[int, str], int] = {}
+    for k in present:
+        mk = (int(k) // len(conds), cond_strategy[int(k) % len(conds)])
+        per_strategy[mk] = per_strategy.get(mk, 0) + 1
     out = []
-    for g in range(uniq.size):
-        m = models[uniq[g] // len(conds)]
-        s = strats[strat[first_row[g]]]
-        row: dict[str, Any] = {"model": m, "strategy": s}
-        if ambiguous[(uniq[g] // len(conds), s)] > 1:
-            row["condition"] = conds[uniq[g] % len(conds)]
+    for g, k in enumerate(present):
+        mi, ci = int(k) // len(conds), int(k) % len(conds)
+        row: dict[str, Any] = {"model": models[mi], "strategy": cond_strategy[ci]}
+        if per_strategy[(mi, cond_strategy[ci])] > 1:
+            row["condition"] = conds[ci]
         row.update({
             "n": int(sums["n"][g]),
             "miou": _num(sums["miou"][g]),
