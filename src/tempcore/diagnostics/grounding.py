@@ -229,17 +229,20 @@ def group_summaries(
     v = _f(ious)
     pf = np.asarray(parse_fail, dtype=bool)
     ok = ~np.isnan(v)
-    n = np.bincount(g[ok], minlength=n_groups).astype(np.float64)
+    n_no_gt = np.bincount(g[~ok], minlength=n_groups)
+    if not ok.all():
+        g, v, pf = g[ok], v[ok], pf[ok]
+    n = np.bincount(g, minlength=n_groups).astype(np.float64)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = {
             "n": n.astype(np.int64),
-            "miou": np.bincount(g[ok], weights=v[ok], minlength=n_groups) / n,
-            "parse_fail": np.bincount(g[ok], weights=pf[ok], minlength=n_groups) / n,
-            "n_no_gt": np.bincount(g[~ok], minlength=n_groups),
+            "miou": np.bincount(g, weights=v, minlength=n_groups) / n,
+            "parse_fail": np.bincount(g, weights=pf, minlength=n_groups) / n,
+            "n_no_gt": n_no_gt,
         }
         for t in thresholds:
-            hit = (v[ok] > t) if strict else (v[ok] >= t)
-            out[f"recall@{_key(t)}"] = np.bincount(g[ok], weights=hit, minlength=n_groups) / n
+            hit = (v > t) if strict else (v >= t)
+            out[f"recall@{_key(t)}"] = np.bincount(g, weights=hit, minlength=n_groups) / n
     return out
 
 

@@ -195,8 +195,9 @@ def table_scores(
     out: dict[str, np.ndarray] = {}
     if samples is not None and has_bounds:
         ps, pe = _col(table, "pred_start"), _col(table, "pred_end")
+        if pf.any():  # a parse_error row's bounds are not read
+            ps, pe = np.where(pf, np.nan, ps), np.where(pf, np.nan, pe)
         pf |= np.isnan(ps) | np.isnan(pe)
-        ps, pe = np.where(pf, np.nan, ps), np.where(pf, np.nan, pe)
         ids, gs, ge, gi = gt_arrays(samples)
         vps, vpe = gm.valid_spans(ps, pe, reversed=reversed)
         gs, ge = gm.valid_spans(gs, ge, reversed=reversed)
@@ -223,7 +224,8 @@ def table_scores(
         else:  # every (prediction, GT window) pair, rows contiguous: the best per row by reduceat
             first = np.concatenate(([0], np.cumsum(c)[:-1]))
             w = np.repeat(offs[pos] - first, c) + np.arange(int(c.sum()))
-            rows, wgs, wge = np.repeat(np.arange(n), c), gs[w], ge[w]
+            wgs, wge = gs[w], ge[w]
+            rows = np.repeat(np.arange(n), c) if with_offsets else None
             vals = gm.iou_of_valid(np.repeat(vps, c), np.repeat(vpe, c), wgs, wge)
             best = np.full(n, np.nan)
             has = c > 0
