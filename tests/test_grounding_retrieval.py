@@ -212,3 +212,16 @@ def test_blocks_of_queries_give_the_same_windows_as_one_query_at_a_time():
         one_c = candidate_windows(s[q], k=2)
         np.testing.assert_array_equal(c["start"][q], one_c["start"][0])
     assert c["end"][700][0] <= 60.0 and math.isnan(c["end"][700][1])  # 60 s: one candidate only
+
+
+def test_merge_windows_and_times_back_to_the_video():
+    from tempcore.grounding.retrieval import merge_windows, to_absolute
+
+    spans = merge_windows([400.0, 0.0, 100.0, np.nan], [520.0, 120.0, 220.0, np.nan])
+    assert spans == [(0.0, 220.0), (400.0, 520.0)]
+    assert merge_windows([0.0, 10.0], [10.0, 20.0]) == [(0.0, 20.0)]  # touching windows merge
+    # local time on the concatenation (220 s + 120 s) -> absolute
+    np.testing.assert_allclose(to_absolute([0.0, 219.0, 220.0, 230.0, 340.0, 999.0, -5.0], spans),
+                               [0.0, 219.0, 400.0, 410.0, 520.0, 520.0, 0.0])
+    with pytest.raises(GroundingError):
+        to_absolute([1.0], [])

@@ -30,6 +30,8 @@ The paper gives "1 fps, peak β = 0.7, clip [4, 60]" and, for the hybrid, "top-K
   windows is covered by one of the first K candidates; "covered" both ways: *contained*
   (``c_start <= g_start`` and ``g_end <= c_end``) and *overlap* (an intersection of positive
   length). Queries without a GT window are excluded.
+* **Retrieve-then-ground helpers**: :func:`merge_windows` (the union of a query's candidates)
+  and :func:`to_absolute` (times on the concatenated union back to video time).
 """
 
 from __future__ import annotations
@@ -231,4 +233,41 @@ def candidate_recall(
     return out
 
 
-__all__ = ["candidate_recall", "candidate_windows", "retrieval_windows", "smooth"]
+def merge_windows(starts: Any, ends: Any) -> list[tuple[float, float]]:
+    """The union of one query's candidate windows as sorted, disjoint ``(start, end)`` spans
+    (windows that touch or overlap merge; NaN slots are ignored): what retrieve-then-ground shows
+    the VLM."""
+    s, e = np.asarray(starts, float).ravel(), np.asarray(ends, float).ravel()
+    keep = ~(np.isnan(s) | np.isnan(e))
+    order = np.argsort(s[keep], kind="stable")
+    out: list[tuple[float, float]] = []
+    for a, b in zip(s[keep][order], e[keep][order]):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], float(b)))
+        else:
+            out.append((float(a), float(b)))
+    return out
+
+
+def to_absolute(t: Any, spans: list[tuple[float, float]]) -> np.ndarray:
+    """Times on the concatenation of ``spans`` (0 = the first span's start) mapped back to
+    absolute video time. A time exactly at a junction maps to the start of the later span;
+    times past the total length stay in the last span's end (clipped); negative times clip to 0."""
+    if not spans:
+        raise GroundingError("no spans to map times into")
+    a = np.asarray([sp[0] for sp in spans], float)
+    lengths = np.asarray([sp[1] - sp[0] for sp in spans], float)
+    cum = np.concatenate(([0.0], np.cumsum(lengths)))
+    x = np.clip(np.asarray(t, float), 0.0, cum[-1])
+    k = np.clip(np.searchsorted(cum, x, side="right") - 1, 0, len(spans) - 1)
+    return a[k] + (x - cum[k])
+
+
+__all__ = [
+    "candidate_recall",
+    "candidate_windows",
+    "merge_windows",
+    "retrieval_windows",
+    "smooth",
+    "to_absolute",
+]
