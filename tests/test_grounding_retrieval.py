@@ -225,3 +225,11 @@ def test_merge_windows_and_times_back_to_the_video():
                                [0.0, 219.0, 400.0, 410.0, 520.0, 520.0, 0.0])
     with pytest.raises(GroundingError):
         to_absolute([1.0], [])
+
+
+def test_grow_includes_frames_exactly_at_beta_peak():
+    s = track(100, base=0.25)
+    s[50:55] = 1.0
+    s[55:60] = 0.5  # exactly beta * peak: inside (score >= beta * peak)
+    w = retrieval_windows(s, smooth_frames=1, beta=0.5)
+    assert (w["start"][0], w["end"][0]) == (50.0, 60.0)
