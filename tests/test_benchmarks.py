@@ -290,7 +290,7 @@ def test_generic_folder_loads_all_files_with_unique_ids(tmp_path):
 def test_registry_names_and_suggestions():
     assert available() == sorted(
         ["videomme", "longvideobench", "nextqa", "mlvu", "egoschema", "mvbench", "tvbench", "temporalbench"]
-        + ["extremewhenbench", "generic"]
+        + ["extremewhenbench", "generic", "charades_sta", "qvhighlights", "grounding"]
     )
     with pytest.raises(UnknownBenchmarkError, match="did you mean 'videomme'") as err:
         load_benchmark("video-mme", "x.json")

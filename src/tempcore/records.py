@@ -71,6 +71,12 @@ class Sample(_Record):
     bound the segment of the video the question is about (MVBench / TVBench). ``media`` is
     ``"video"``, ``"gif"`` or ``"frames"`` (a folder of images). ``metadata`` keeps the
     benchmark's own fields (task type, duration group, ...).
+
+    ``answer_windows`` holds every ground-truth window of a grounding sample (QVHighlights has
+    several per query), in the benchmark's order; ``answer_interval`` is its first window. Give
+    either: the other is filled in (``answer_interval=(s, e)`` alone means one window; windows
+    alone set ``answer_interval`` to the first); given both, the first window must equal
+    ``answer_interval``. Each window is ``(start, end)`` seconds as floats.
     """
 
     benchmark: str
@@ -84,8 +90,25 @@ class Sample(_Record):
     media: str = "video"
     answer_interval: tuple[float, float] | None = None
     metadata: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    answer_windows: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
+        windows = tuple((float(w[0]), float(w[1])) for w in self.answer_windows)
+        if any(len(w) != 2 for w in self.answer_windows):
+            raise ValueError(f"sample {self.sample_id}: each answer window must be (start, end)")
+        interval = self.answer_interval
+        if interval is not None:
+            interval = (float(interval[0]), float(interval[1]))
+            if not windows:
+                windows = (interval,)
+            elif windows[0] != interval:
+                raise ValueError(
+                    f"sample {self.sample_id}: answer_interval {interval} is not the first answer window {windows[0]}"
+                )
+        elif windows:
+            interval = windows[0]
+        object.__setattr__(self, "answer_windows", windows)
+        object.__setattr__(self, "answer_interval", interval)
         if self.media not in ("video", "gif", "frames"):
             raise ValueError(f"sample {self.sample_id}: unknown media {self.media!r}")
         if self.answer is not None and not (0 <= self.answer < len(self.options)):

@@ -118,6 +118,9 @@ for _name, _target, _description in (
         "extremewhenbench:ExtremeWhenBenchLoader",
         "ExtremeWhenBench grounding: interval answers",
     ),
+    ("charades_sta", "charades_sta:CharadesSTALoader", "Charades-STA grounding: 'VID START END##sentence' lines"),
+    ("qvhighlights", "qvhighlights:QVHighlightsLoader", "QVHighlights moment retrieval: JSONL, several windows"),
+    ("grounding", "grounding:GroundingLoader", "generic grounding rows: answer_windows / answer_interval"),
     ("generic", "generic:GenericLoader", "generic JSONL / CSV schema (docs/benchmark-format.md)"),
 ):
     module, _, cls = _target.partition(":")

@@ -1,0 +1,144 @@
+"""``tempcore grounding``: mIoU, R@tau, parse failures, R1 / mAP of grounding predictions;
+``tempcore grounding queries``: the query profile of a benchmark (until ``tempcore audit queries``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "grounding",
+        help="temporal-grounding scores: mIoU, R@tau, parse failures, R1 / mAP; 'queries': query profile",
+        description="Score grounding predictions. FILE is a tidy predictions table with pred_start / pred_end "
+        "(seconds; null = parse failure, IoU 0) or an iou column, or a moment-retrieval submission JSONL "
+        "(qid, pred_relevant_windows: [[start, end, score], ...]) scored as QVHighlights' evaluation does "
+        "(R1@0.5/0.7 of the first listed window, mAP over IoU 0.5:0.05:0.95). IoU uses the hull as union; "
+        "with several ground-truth windows the best-matching one counts. R@tau counts IoU >= tau "
+        "(--strict: >).",
+    )
+    p.add_argument("--predictions", type=Path, metavar="FILE",
+                   help="tidy predictions table (CSV / Parquet / JSONL) or moment-retrieval submission JSONL")
+    p.add_argument("--benchmark", metavar="NAME", help="the benchmark's loader (and restrict the table to it)")
+    p.add_argument("--annotations", type=Path, metavar="PATH", help="the benchmark's annotation file or folder")
+    p.add_argument("--thresholds", type=float, nargs="+", default=[0.3, 0.5, 0.7], metavar="TAU",
+                   help="IoU thresholds of R@tau (default 0.3 0.5 0.7)")
+    p.add_argument("--strict", action="store_true", help="R@tau counts IoU > tau (Ego4D-NLQ) instead of >=")
+    p.add_argument("--reversed", choices=("invalid", "swap"), default="invalid",
+                   help="a predicted span with start > end: IoU 0 (default) or swapped")
+    p.add_argument("--model", help="model name of a submission (default: the file's stem)")
+    p.add_argument("--bins", action="store_true",
+                   help="submission: also R1 / mAP per GT length bin (short <= 10 s, middle 10-30 s, long > 30 s)")
+    p.add_argument("--split", action="store_true",
+                   help="table: also the search / localize split of failures (needs annotations)")
+    p.add_argument("--fail-iou", type=float, default=0.05, help="split: a failure has IoU below this (0.05)")
+    p.add_argument("--offset", type=float, default=300.0,
+                   help="split: seconds beyond which a failure is a search failure (300 = 5 min)")
+    p.add_argument("--skip-invalid", action="store_true", help="skip invalid annotation rows (reported)")
+    p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
+    p.add_argument("--json", action="store_true", help='print one JSON object {"groups": [...]}')
+    p.set_defaults(func=run)
+    qsub = p.add_subparsers(dest="grounding_command", metavar="SUBCOMMAND")
+    q = qsub.add_parser(
+        "queries",
+        help="query profile of a benchmark (length, TTR, MATTR, distinct-n, stems, WH entropy, descriptors)",
+        description="Query profile of any benchmark's questions (tempcore.grounding.queries documents every "
+        "definition). Will move to 'tempcore audit queries'.",
+    )
+    q.add_argument("--benchmark", required=True, metavar="NAME")
+    q.add_argument("--annotations", required=True, type=Path, metavar="PATH")
+    q.add_argument("--window", type=int, default=50, help="MATTR window (default 50)")
+    q.add_argument("--skip-invalid", action="store_true")
+    q.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=run_queries)
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from tempcore.benchmarks import load_benchmark
+    from tempcore.cli._common import parse_key_values
+
+    return load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
+                          **parse_key_values(args.option))
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from tempcore.grounding.evaluate import (
+        GroundingInputError,
+        is_submission,
+        read_submission,
+        read_table,
+        submission_group,
+        table_groups,
+    )
+
+    if args.predictions is None:
+        raise GroundingInputError("give --predictions FILE (or the 'queries' subcommand)")
+    if args.annotations is not None and args.benchmark is None:
+        raise GroundingInputError("--annotations needs --benchmark NAME (the loader that reads them)")
+    samples = None
+    if args.annotations is not None:
+        loaded = _load(args)
+        samples = [s for s in loaded.samples if s.answer_windows]
+        if not samples:
+            raise GroundingInputError(f"{args.annotations}: no grounding samples (none has a ground-truth window)")
+    if not args.predictions.is_file():
+        raise GroundingInputError(f"{args.predictions}: no such file")
+    if is_submission(args.predictions):
+        if samples is None:
+            raise GroundingInputError("a moment-retrieval submission needs --benchmark and --annotations")
+        if args.split:
+            raise GroundingInputError("--split reads a predictions table, not a submission")
+        groups = [submission_group(read_submission(args.predictions), samples,
+                                   model=args.model or args.predictions.stem, thresholds=args.thresholds,
+                                   strict=args.strict, reversed=args.reversed, bins=args.bins)]
+    else:
+        if args.bins:
+            raise GroundingInputError("--bins needs a moment-retrieval submission (ranked windows)")
+        groups = table_groups(read_table(args.predictions), samples, benchmark=args.benchmark,
+                              thresholds=args.thresholds, strict=args.strict, reversed=args.reversed,
+                              split=args.split, fail_iou=args.fail_iou, offset_s=args.offset)
+    if args.json:
+        json.dump({"groups": groups}, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    op = ">" if args.strict else ">="
+    for g in groups:
+        name = f"{g['model']}  {g.get('condition', g['strategy'])}"
+        rec = "  ".join(f"R@{k}={_fmt(v)}" for k, v in g["recall"].items())
+        print(f"{name}: n={g['n']}  mIoU={_fmt(g['miou'])}  {rec} (IoU {op} tau)  parse_fail={_fmt(g['parse_fail'])}")
+        if "r1" in g:
+            r1 = "  ".join(f"R1@{k}={_fmt(v)}" for k, v in g["r1"].items())
+            print(f"  {r1}  mAP={_fmt(g['map'])}  mAP@0.5={_fmt(g['map_at']['0.5'])}  "
+                  f"mAP@0.75={_fmt(g['map_at']['0.75'])}")
+        for bname, b in g.get("bins", {}).items():
+            print(f"  {bname}: n={b['n']}  R1@0.5={_fmt(b['r1'].get('0.5'))}  R1@0.7={_fmt(b['r1'].get('0.7'))}  "
+                  f"mAP={_fmt(b['map'])}")
+        if "split" in g:
+            s = g["split"]
+            print(f"  failures (IoU < {s['fail_iou']:g}): {s['n_failed']} ({s['parse_fail']} parse failures); "
+                  f"search / localize at {s['offset_s']:g} s: centre-to-centre {s['centre']['search']} / "
+                  f"{s['centre']['localize']}, nearest-edge {s['edge']['search']} / {s['edge']['localize']}")
+    return 0
+
+
+def run_queries(args: argparse.Namespace) -> int:
+    from tempcore.grounding.queries import query_profile
+
+    loaded = _load(args)
+    profile = {"benchmark": args.benchmark, **query_profile([s.question for s in loaded.samples], window=args.window)}
+    if args.json:
+        json.dump(profile, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    for k, v in profile.items():
+        print(f"{k}: {v}")
+    return 0

@@ -1,0 +1,273 @@
+"""The frame-level retrieval baseline of ExtremeWhenBench as pure, vectorised functions.
+
+Input: score tracks, one row per query, one column per frame decoded at ``fps`` (the paper:
+CLIP ViT-L/14-336 at 1 fps; here any encoder's Eq. 1 scores ``sigmoid(cos)``, which are >= 0).
+A 2-D array ``(queries, frames)``; shorter tracks are NaN-padded at the end (NaN = no frame).
+Frame ``i`` has timestamp ``t0 + i / fps`` and stands for ``[t, t + 1/fps)``; a track's
+duration is ``t0 + n_frames / fps`` unless ``durations`` are given.
+
+The paper gives "1 fps, peak β = 0.7, clip [4, 60]" and, for the hybrid, "top-K ± 1 min, NMS
+60 s". The choices it leaves open, made here (each a parameter):
+
+* **Smoothing**: a centred moving average over ``smooth_frames`` frames (default 5, i.e. 5 s
+  at 1 fps; 1 disables it), averaging only the frames that exist (edges and NaN padding are
+  not counted as zeros), rounded to 12 decimals so that equal windows tie exactly. Peaks and
+  windows are taken on the smoothed track.
+* **Peak**: the frame of the highest smoothed score (the first on ties).
+* **Window**: the maximal run of consecutive frames around the peak whose smoothed score is
+  >= ``beta * peak`` (β = 0.7); it covers ``[t_first, t_last + 1/fps]``.
+* **Clip the length to [min_len, max_len]** (4, 60 s): a shorter window grows symmetrically
+  about its centre; a longer one shrinks to ``max_len`` centred on the peak frame's centre,
+  then shifted to stay inside the grown run. The result is then shifted (never shortened)
+  to lie inside ``[t0, duration]``; a video shorter than ``min_len`` gives ``[t0, duration]``.
+* Scores must be >= 0 (β·peak is a fraction of the peak); a negative score is an error.
+* **Top-K candidates** (:func:`candidate_windows`): greedy non-maximum suppression on the
+  smoothed track: take the highest remaining frame, suppress every frame less than
+  ``nms_s`` (60 s) from it, repeat K times. Each candidate is ``[t_peak - pad_s, t_peak +
+  pad_s]`` (± 60 s) clipped to the video, so top-3 is 6 min of context, as the paper's hybrid
+  states. Fewer than K candidates (short video) leaves NaN slots.
+* **Candidate recall@K** (:func:`candidate_recall`): a query is covered when one of its GT
+  windows is covered by one of the first K candidates; "covered" both ways: *contained*
+  (``c_start <= g_start`` and ``g_end <= c_end``) and *overlap* (an intersection of positive
+  length). Queries without a GT window are excluded.
+* **Retrieve-then-ground helpers**: :func:`merge_windows` (the union of a query's candidates)
+  and :func:`to_absolute` (times on the concatenated union back to video time).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from tempcore.diagnostics.grounding import GroundingError
+
+
+def _tracks(scores: Any) -> np.ndarray:
+    s = np.asarray(scores, dtype=np.float64)
+    if s.ndim == 1:
+        s = s[None, :]
+    if s.ndim != 2:
+        raise GroundingError(f"score tracks must be (queries, frames), not shape {s.shape}")
+    if np.any(s < 0):  # NaN compares False
+        raise GroundingError("retrieval scores must be >= 0 (sigmoid of the cosine, Eq. 1)")
+    return s
+
+
+def smooth(scores: Any, smooth_frames: int = 5) -> np.ndarray:
+    """Centred moving average over ``smooth_frames`` frames, ignoring missing (NaN) frames;
+    NaN frames stay NaN."""
+    s = np.asarray(scores, dtype=np.float64)
+    one = s.ndim == 1
+    s = s[None, :] if one else s
+    if smooth_frames < 1 or smooth_frames % 2 == 0:
+        raise GroundingError(f"smooth_frames must be a positive odd number, not {smooth_frames}")
+    if smooth_frames == 1:
+        return s[0].copy() if one else s.copy()
+    h = smooth_frames // 2
+    valid = ~np.isnan(s)
+    vals = np.where(valid, s, 0.0)
+    pad = ((0, 0), (h + 1, h))
+    cs = np.cumsum(np.pad(vals, pad), axis=1)
+    cn = np.cumsum(np.pad(valid.astype(np.float64), pad), axis=1)
+    w = smooth_frames
+    total = cs[:, w:] - cs[:, :-w]
+    count = cn[:, w:] - cn[:, :-w]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(valid, np.round(total / count, 12), np.nan)
+    return out[0] if one else out
+
+
+def _durations(s: np.ndarray, fps: float, t0: float, durations: Any | None) -> np.ndarray:
+    n_valid = np.where(np.isnan(s).all(axis=1), 0, s.shape[1] - np.argmax(~np.isnan(s[:, ::-1]), axis=1))
+    if durations is None:
+        return t0 + n_valid / fps
+    d = np.broadcast_to(np.asarray(durations, dtype=np.float64), (s.shape[0],)).copy()
+    return d
+
+
+def retrieval_windows(
+    scores: Any,
+    *,
+    fps: float = 1.0,
+    t0: float = 0.0,
+    beta: float = 0.7,
+    smooth_frames: int = 5,
+    min_len: float = 4.0,
+    max_len: float = 60.0,
+    durations: Any | None = None,
+) -> dict[str, np.ndarray]:
+    """One predicted window per query: ``{"start", "end", "peak_time", "peak_score"}`` arrays
+    (NaN for a query without frames). See the module doc for every rule."""
+    if not 0 < beta <= 1:
+        raise GroundingError(f"beta must lie in (0, 1], not {beta}")
+    if not 0 <= min_len <= max_len:
+        raise GroundingError(f"need 0 <= min_len <= max_len, not [{min_len}, {max_len}]")
+    s = _tracks(scores)
+    dur = _durations(s, fps, t0, durations)
+    parts = [
+        _windows(s[i : i + _CHUNK], fps, t0, beta, smooth_frames, min_len, max_len, dur[i : i + _CHUNK])
+        for i in range(0, s.shape[0], _CHUNK)
+    ]
+    return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in _KEYS}
+
+
+_CHUNK = 512  # queries per block: bounds the temporaries to a few (512, frames) arrays
+_KEYS = ("start", "end", "peak_time", "peak_score")
+
+
+def _windows(s, fps, t0, beta, smooth_frames, min_len, max_len, dur) -> dict[str, np.ndarray]:
+    q, n = s.shape
+    sm = smooth(s, smooth_frames)
+    filled = np.where(np.isnan(sm), -np.inf, sm)
+    peak = np.argmax(filled, axis=1)
+    rows = np.arange(q)
+    peak_score = filled[rows, peak]
+    empty = ~np.isfinite(peak_score)
+    keep = filled >= (beta * peak_score)[:, None]
+    idx = np.arange(n)[None, :]
+    below = ~keep
+    left_break = np.where(below & (idx < peak[:, None]), idx, -1).max(axis=1)
+    right_break = np.where(below & (idx > peak[:, None]), idx, n).min(axis=1)
+    first, last = left_break + 1, right_break - 1
+    step = 1.0 / fps
+    g_start, g_end = t0 + first * step, t0 + (last + 1) * step
+    start, end = g_start.copy(), g_end.copy()
+    length = end - start
+    short = length < min_len
+    c = (start + end) / 2
+    start[short], end[short] = c[short] - min_len / 2, c[short] + min_len / 2
+    long_ = length > max_len
+    pc = t0 + (peak + 0.5) * step
+    ls = np.clip(pc - max_len / 2, g_start, g_end - max_len)
+    start[long_], end[long_] = ls[long_], ls[long_] + max_len
+    shift = np.where(start < t0, t0 - start, 0.0)
+    start, end = start + shift, end + shift
+    shift = np.where(end > dur, end - dur, 0.0)
+    start, end = np.maximum(start - shift, t0), end - shift
+    out = {"start": start, "end": end, "peak_time": t0 + peak * step, "peak_score": peak_score}
+    for v in out.values():
+        v[empty] = np.nan
+    return out
+
+
+def candidate_windows(
+    scores: Any,
+    *,
+    k: int = 3,
+    fps: float = 1.0,
+    t0: float = 0.0,
+    nms_s: float = 60.0,
+    pad_s: float = 60.0,
+    smooth_frames: int = 5,
+    durations: Any | None = None,
+) -> dict[str, np.ndarray]:
+    """Top-``k`` candidate windows per query after NMS: ``{"start", "end", "peak_time",
+    "peak_score"}``, each ``(queries, k)`` in rank order (NaN where fewer than k remain)."""
+    if k < 1:
+        raise GroundingError(f"k must be >= 1, not {k}")
+    s = _tracks(scores)
+    dur = _durations(s, fps, t0, durations)
+    parts = [
+        _candidates(s[i : i + _CHUNK], k, fps, t0, nms_s, pad_s, smooth_frames, dur[i : i + _CHUNK])
+        for i in range(0, s.shape[0], _CHUNK)
+    ]
+    return {key: np.concatenate([p[key] for p in parts]) if parts else np.zeros((0, k)) for key in _KEYS}
+
+
+def _candidates(s, k, fps, t0, nms_s, pad_s, smooth_frames, dur) -> dict[str, np.ndarray]:
+    q, n = s.shape
+    sm = np.where(np.isnan(s), -np.inf, smooth(s, smooth_frames))
+    sm = np.where(np.isnan(sm), -np.inf, sm)
+    step = 1.0 / fps
+    radius = nms_s * fps  # in frames: suppress |i - p| < radius
+    idx = np.arange(n)[None, :]
+    rows = np.arange(q)
+    peaks = np.full((q, k), -1, dtype=np.int64)
+    values = np.full((q, k), np.nan)
+    for j in range(k):
+        p = np.argmax(sm, axis=1)
+        v = sm[rows, p]
+        ok = np.isfinite(v)
+        peaks[ok, j] = p[ok]
+        values[ok, j] = v[ok]
+        sm = np.where(np.abs(idx - p[:, None]) < radius, -np.inf, sm)
+    dur = dur[:, None]
+    t = np.where(peaks >= 0, t0 + peaks * step, np.nan)
+    start = np.maximum(t - pad_s, t0)
+    end = np.minimum(t + pad_s, dur)
+    return {"start": start, "end": end, "peak_time": t, "peak_score": values}
+
+
+def candidate_recall(
+    cand_start: Any,
+    cand_end: Any,
+    gt_start: Any,
+    gt_end: Any,
+    gt_item: Any | None = None,
+    ks: Sequence[int] | None = None,
+) -> dict[str, dict[str, float]]:
+    """``{"contained": {"1": x, ..., "K": x}, "overlap": {...}, "n": queries}``: the share of
+    queries whose GT is covered by one of the first k candidates (module doc)."""
+    cs, ce = np.atleast_2d(np.asarray(cand_start, float)), np.atleast_2d(np.asarray(cand_end, float))
+    q, kmax = cs.shape
+    gs, ge = np.asarray(gt_start, float), np.asarray(gt_end, float)
+    gi = np.arange(q) if gt_item is None else np.asarray(gt_item, dtype=np.int64)
+    if gi.shape != gs.shape or gs.shape != ge.shape:
+        raise GroundingError("gt_start, gt_end and gt_item must have the same length")
+    if gi.size and (gi.min() < 0 or gi.max() >= q):
+        raise GroundingError("gt_item holds a query index outside the candidate rows")
+    with np.errstate(invalid="ignore"):
+        contained = (cs[gi] <= gs[:, None]) & (ge[:, None] <= ce[gi])
+        overlap = (np.minimum(ce[gi], ge[:, None]) - np.maximum(cs[gi], gs[:, None])) > 0
+    has_gt = np.bincount(gi, minlength=q) > 0
+    out: dict[str, Any] = {"n": int(has_gt.sum())}
+    ks = list(range(1, kmax + 1)) if ks is None else list(ks)
+    for name, hit in (("contained", contained), ("overlap", overlap)):
+        first = np.where(hit.any(axis=1), np.argmax(hit, axis=1), kmax)  # rank of the first covering candidate
+        best = np.full(q, kmax)
+        np.minimum.at(best, gi, first)
+        b = best[has_gt]
+        out[name] = {str(kk): (float((b < kk).mean()) if b.size else float("nan")) for kk in ks}
+    return out
+
+
+def merge_windows(starts: Any, ends: Any) -> list[tuple[float, float]]:
+    """The union of one query's candidate windows as sorted, disjoint ``(start, end)`` spans
+    (windows that touch or overlap merge; NaN slots are ignored): what retrieve-then-ground shows
+    the VLM."""
+    s, e = np.asarray(starts, float).ravel(), np.asarray(ends, float).ravel()
+    keep = ~(np.isnan(s) | np.isnan(e))
+    order = np.argsort(s[keep], kind="stable")
+    out: list[tuple[float, float]] = []
+    for a, b in zip(s[keep][order], e[keep][order]):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], float(b)))
+        else:
+            out.append((float(a), float(b)))
+    return out
+
+
+def to_absolute(t: Any, spans: list[tuple[float, float]]) -> np.ndarray:
+    """Times on the concatenation of ``spans`` (0 = the first span's start) mapped back to
+    absolute video time. A time exactly at a junction maps to the start of the later span;
+    times past the total length stay in the last span's end (clipped); negative times clip to 0."""
+    if not spans:
+        raise GroundingError("no spans to map times into")
+    a = np.asarray([sp[0] for sp in spans], float)
+    lengths = np.asarray([sp[1] - sp[0] for sp in spans], float)
+    cum = np.concatenate(([0.0], np.cumsum(lengths)))
+    x = np.clip(np.asarray(t, float), 0.0, cum[-1])
+    k = np.clip(np.searchsorted(cum, x, side="right") - 1, 0, len(spans) - 1)
+    return a[k] + (x - cum[k])
+
+
+__all__ = [
+    "candidate_recall",
+    "candidate_windows",
+    "merge_windows",
+    "retrieval_windows",
+    "smooth",
+    "to_absolute",
+]
