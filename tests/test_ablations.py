@@ -446,3 +446,62 @@ def test_naive_wilson_reference_is_not_trivial():
     # guards the hand-worked test: the Wilson interval of 3 of 4 is not symmetric around 0.75
     low, high = wilson_interval(3, 4)
     assert not math.isclose(0.75 - float(low), float(high) - 0.75)
+
+
+# --- the CLI ----------------------------------------------------------------------------------------
+
+
+def _main(argv, capsys):
+    from tempcore.cli import main
+
+    code = main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_cli_audit_ablations_json_and_text(tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    rows = random_rows(3)
+    path = tmp_path / "preds.parquet"
+    pq.write_table(table(rows), path)
+    code, out, _ = _main(["audit", "ablations", "--predictions", str(path), "--json", "--n-boot", "200"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {"models", "averages", "agreement", "order"}
+    assert set(data["order"]) == {"benchmarks", "samples"}
+    assert set(data["order"]["benchmarks"]["tvb"]) == {"n", "order_sensitive",
+                                                       "order_sensitive_among_temporally_sensitive"}
+    assert data == json.loads(json.dumps(audit_ablations(table(rows), n_boot=200)))
+    code, out, _ = _main(["audit", "ablations", "--predictions", str(path), "--video", "single",
+                          "--by", "task", "--n-boot", "50"], capsys)
+    assert code == 0 and "macro" in out and "single vs" in out
+    code, _, err = _main(["audit", "ablations", "--predictions", str(path), "--by", "nope"], capsys)
+    assert code == 1 and "no column 'nope'" in err
+
+
+def test_cli_audit_priors_json(tmp_path, capsys):
+    json_dir = write_tvbench(tmp_path)
+    code, out, _ = _main(["audit", "priors", "--benchmark", "tvbench", "--annotations", str(json_dir), "--json"],
+                         capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert set(data) == {"benchmarks", "models"} and data["models"] == []
+    ac = data["benchmarks"]["tvbench"]["tasks"]["action_count"]
+    assert ac["majority_baseline"] == pytest.approx(0.45)
+    assert set(ac["flags"]) == {"uncertain_option", "option_repeats_question", "subject_only_in_correct"}
+    from tempcore.benchmarks import load_benchmark
+
+    samples = load_benchmark("tvbench", json_dir).samples
+    preds = tmp_path / "p.csv"
+    import pyarrow.csv as pcsv
+
+    pcsv.write_csv(table([row("tvbench", s.sample_id, "gpt", "textonly", s.answer == 0, answer=0) for s in samples]),
+                   preds)
+    code, out, _ = _main(["audit", "priors", "--benchmark", "tvbench", "--annotations", str(json_dir),
+                          "--predictions", str(preds), "--json"], capsys)
+    models = json.loads(out)["models"]
+    assert code == 0 and {m["task"] for m in models} == {"action_count", "action_sequence"}
+    assert all(m["chosen_by_letter"] == {"A": m["n"]} for m in models)
+    code, out, _ = _main(["audit", "priors", "--benchmark", "tvbench", "--annotations", str(json_dir)], capsys)
+    assert code == 0 and "action_count" in out and "majority 45.0" in out
