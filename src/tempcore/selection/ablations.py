@@ -2,7 +2,7 @@
 
 The base strategy is named by ``variant`` (default ``uniform``), optionally with its own
 variant after a colon: ``"maxprob"``, ``"uniform:linspace"``. The base must yield one frame
-list (not ``oracle``, ``noframe``, ``shuffled`` or ``reversed``); its other parameters are
+list (not ``oracle``, ``noframe``, ``textonly``, ``shuffled`` or ``reversed``); its other parameters are
 passed through (e.g. ``alpha`` for ``bolt``).
 """
 
@@ -16,7 +16,7 @@ import numpy as np
 from tempcore.records import FrameSet
 from tempcore.selection._common import SelectionError, derive_seed, random_keys
 
-_NOT_A_BASE = ("oracle", "noframe", "shuffled", "reversed")
+_NOT_A_BASE = ("oracle", "noframe", "textonly", "shuffled", "reversed")
 
 
 def _base_frames(

@@ -1,4 +1,4 @@
-"""Strategies that ignore the scores: uniform, random, single, noframe.
+"""Strategies that ignore the scores: uniform, random, single, noframe, textonly.
 
 Uniform's spacing is by frame *position* among the decoded frames (in time order). The
 frames are decoded at a constant target rate (10 FPS in the paper), so equal steps in
@@ -100,3 +100,23 @@ def noframe(
     """
     kk = check_k(k, where=f"sample {sample_id!r}: noframe")
     return FrameSet((), (), requested=kk, grey=True)
+
+
+def textonly(
+    timestamps: np.ndarray | None,
+    scores: np.ndarray | None,
+    k: int,
+    *,
+    seed: int = 0,
+    sample_id: str = "",
+) -> FrameSet:
+    """No image at all: the model gets the question and options only (TVBench's text-only condition).
+
+    Distinct from :func:`noframe`, which shows K grey images: here the request carries zero images,
+    so a VLM's chat turn has no image entry and an HTTP request no image part. Returns
+    ``FrameSet((), (), requested=0)`` (no shortfall); the condition's K is checked but not used.
+    Timestamps and scores are ignored (they may be empty or ``None``), so it runs for a video that
+    is missing or failed to decode.
+    """
+    check_k(k, where=f"sample {sample_id!r}: textonly")
+    return FrameSet((), (), requested=0)
