@@ -28,6 +28,7 @@ from tempcore.diagnostics.priors import (
 )
 from tempcore.diagnostics.stats import paired_bootstrap, wilson_interval
 from tempcore.diagnostics.table import DiagnosticsError
+from tempcore.selection import SelectionError
 
 
 def row(bench, sid, model, strategy, correct, *, answer=None, task=None, n_options=3, mode=None, **extra):
@@ -505,3 +506,51 @@ def test_cli_audit_priors_json(tmp_path, capsys):
     assert all(m["chosen_by_letter"] == {"A": m["n"]} for m in models)
     code, out, _ = _main(["audit", "priors", "--benchmark", "tvbench", "--annotations", str(json_dir)], capsys)
     assert code == 0 and "action_count" in out and "majority 45.0" in out
+
+
+# --- TVBench's segment conventions in the strategies ------------------------------------------------
+
+
+def tvbench_get_index(bound, fps, max_frame, num_segments):
+    """The release's frame sampler, transcribed (segment midpoints within the bound)."""
+    start, end = bound if bound else (-100000, 100000)
+    start_idx = max(0, round(start * fps))
+    end_idx = min(round(end * fps), max_frame)
+    seg_size = float(end_idx - start_idx) / num_segments
+    return [int(start_idx + (seg_size / 2) + np.round(seg_size * idx)) for idx in range(num_segments)]
+
+
+def test_uniform_tvbench_variant_matches_the_release_rule():
+    from tempcore.selection import uniform, uniform_positions
+
+    assert uniform_positions(10, 4, "tvbench").tolist() == [1, 3, 5, 8]  # seg 2.25: 1.125, 3.125, 5.125, 8.125
+    for n in (17, 40, 161, 1000):
+        for k in (3, 8, 16):
+            assert uniform_positions(n, k, "tvbench").tolist() == tvbench_get_index(None, 1.0, n - 1, k)
+    # inside a bound: frames at 1 fps, bound [20, 60] s -> the release's indices, in the caller's numbering
+    t = np.arange(100, dtype=float)
+    got = uniform(t, None, 16, variant="tvbench", start=20.0, end=60.0).indices
+    assert list(got) == tvbench_get_index((20, 60), 1.0, 99, 16)
+
+
+def test_reorderings_and_single_crop_to_the_segment_first():
+    from tempcore.selection import reversed as reversed_
+    from tempcore.selection import shuffled, single, uniform
+
+    t = np.arange(100) / 10
+    base = uniform(t, None, 4, start=2.0, end=4.0)
+    assert all(2.0 <= x <= 4.0 for x in base.timestamps)
+    rev = reversed_(t, None, 4, start=2.0, end=4.0)
+    assert rev.indices == base.indices[::-1]
+    shuf = shuffled(t, None, 4, start=2.0, end=4.0, sample_id="q")
+    assert sorted(shuf.indices) == sorted(base.indices)
+    assert sorted(shuffled(t, None, 4, sample_id="q").indices) != sorted(base.indices)  # uncropped differs
+    for sid in ("a", "b", "c", "d"):
+        [i] = single(t, None, 4, start=2.0, end=4.0, sample_id=sid).indices
+        assert 20 <= i <= 40
+    # unsorted input: the caller's indices come back
+    perm = np.random.default_rng(0).permutation(100)
+    got = reversed_(t[perm], None, 4, start=2.0, end=4.0)
+    assert [float(t[perm][i]) for i in got.indices] == list(rev.timestamps)
+    with pytest.raises(SelectionError, match=r"no frame inside the segment \[20.0, 30.0\]"):
+        shuffled(t, None, 4, start=20.0, end=30.0, sample_id="q")
