@@ -143,9 +143,9 @@ def prepare(
             lookup[i] = conditions.index(v)
     cond = lookup[s_codes] if n_rows else np.empty(0, dtype=np.int64)
     keep = cond >= 0
-    keep &= enc.rotations() == 0
-    if n_rows:
-        keep &= np.isnan(enc.numeric("window"))
+    if "rotation" in t.column_names:
+        keep &= enc.rotations() == 0
+    keep &= _is_null(t.column("window"))
     filters = dict(filters or {})
     for c, flt in filters.items():
         if c not in conditions:
@@ -153,26 +153,74 @@ def prepare(
         mask = enc.rows(c, None, flt)
         keep &= ~(cond == conditions.index(c)) | mask
     _check_unambiguous(enc, cond, keep, conditions, filters)
-    rows = np.flatnonzero(keep)
+    every = bool(keep.all())
+    rows = np.arange(n_rows) if every else np.flatnonzero(keep)
+    pick: Any = slice(None) if every else rows  # no gathers when every row is used
     n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
-    cell = (cond[rows] * n_s + enc.sample_code[rows]) * n_m + enc.model_code[rows]
+    cell = (cond[pick] * n_s + enc.sample_code[pick]) * n_m + enc.model_code[pick]
     _check_duplicates(enc, cell, rows, cond, conditions)
     correct = np.full(n_c * n_s * n_m, np.nan)
-    values = enc.numeric("correct")[rows]
-    if np.isnan(values).any():
-        bad = rows[np.isnan(values)][0]
+    values = _ints(t.column("correct"), -1)[pick]
+    if (values < 0).any():
+        bad = rows[values < 0][0]
         raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
     correct[cell] = values
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int64)
-    if "answer" in t.column_names:
-        a = enc.numeric("answer")[rows]
-        answer[cell] = np.where(np.isnan(a), -1, np.nan_to_num(a, nan=-1)).astype(np.int64)
-    else:
-        answer[cell] = -1
+    answer[cell] = _ints(t.column("answer"), -1)[pick] if "answer" in t.column_names else -1
     task_code, tasks = _tasks(enc, by, task_of_sample)
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
+
+
+def _is_null(column: Any) -> np.ndarray:
+    """Per-row null mask of a pyarrow column, as numpy bool."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column):
+        return np.ones(len(column), dtype=bool)
+    if column.null_count == 0:
+        return np.zeros(len(column), dtype=bool)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return pc.is_null(column).to_numpy(zero_copy_only=False)
+
+
+def _constant(column: Any) -> bool:
+    """Whether a pyarrow column holds one value (or only nulls), checked cheaply."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column):
+        return True
+    if column.null_count:
+        return False
+    if pa.types.is_dictionary(column.type):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        return all(len(c.dictionary) <= 1 for c in chunks) and len({c.dictionary[0].as_py() for c in chunks
+                                                                     if len(c)}) <= 1
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        mm = pc.min_max(column)
+        return mm["min"].as_py() == mm["max"].as_py()
+    return False
+
+
+def _ints(column: Any, null: int) -> np.ndarray:
+    """A numeric pyarrow column as integer numpy (its own width), nulls as ``null`` (floats rounded)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.int64())
+    if pa.types.is_null(column.type):
+        return np.full(len(column), null, dtype=np.int64)
+    if pa.types.is_floating(column.type):
+        column = pc.round(column)
+    if column.null_count:
+        column = pc.fill_null(column.cast(pa.int64()), null)
+    out = column.to_numpy(zero_copy_only=False)
+    return out if np.issubdtype(out.dtype, np.integer) else out.astype(np.int64)  # int8 stays int8: no copy
 
 
 def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarray, conditions: list[str],
@@ -181,15 +229,18 @@ def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarr
     for col in _AMBIGUOUS:
         if col not in t.column_names:
             continue
+        if _constant(t.column(col)):
+            continue
         codes, values = _column_codes(t, col)
         width = len(values)
-        pairs = np.unique(cond[keep] * width + codes[keep])
-        per_cond = np.bincount(pairs // width, minlength=len(conditions))
-        for ci in np.flatnonzero(per_cond > 1):
+        present = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
+        present[cond[keep] * width + codes[keep]] = True
+        present = present.reshape(len(conditions), width)
+        for ci in np.flatnonzero(present.sum(axis=1) > 1):
             name = conditions[int(ci)]
             if col in filters.get(name, {}):
                 continue
-            seen = sorted((values[int(p % width)] for p in pairs if p // width == ci), key=str)
+            seen = sorted((values[int(v)] for v in np.flatnonzero(present[ci])), key=str)
             raise DiagnosticsError(
                 f"condition {name!r}: predictions mix several {col} values {seen}; choose one "
                 f"(filters={{{name!r}: {{{col!r}: {seen[0]!r}}}}})"
@@ -252,9 +303,13 @@ def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | N
                 out[i] = float(v)
         return out
     if "n_options" in enc.table.column_names:
-        vals = enc.numeric("n_options")
-        ok = ~np.isnan(vals)
-        out[enc.sample_code[ok]] = vals[ok]
+        column = enc.table.column("n_options")
+        vals = _ints(column, -1)
+        if column.null_count:
+            ok = vals >= 0
+            out[enc.sample_code[ok]] = vals[ok]
+        else:
+            out[enc.sample_code] = vals
     return out
 
 
@@ -375,21 +430,34 @@ def ablation_table(
 def agreement(prep: Prepared) -> list[dict[str, Any]]:
     """Answer agreement per model and pair of conditions (a before b in ``prep.conditions``), pooled
     over every benchmark of the table: ``conditional`` (the inferred definition |C_b ∩ C_a| / |C_b|),
-    ``symmetric``, ``same_option``, ``kappa`` and ``n`` (questions answered under both)."""
+    ``symmetric``, ``same_option``, ``kappa`` and ``n`` (questions answered under both).
+    Vectorised over models; :func:`agreement_measures` is the same for one pair of vectors."""
     out = []
     conds = prep.conditions
-    present = ~np.isnan(prep.correct)
-    for mi, model in enumerate(prep.models):
-        for ai in range(len(conds)):
-            for bi in range(ai + 1, len(conds)):
-                both = present[ai, :, mi] & present[bi, :, mi]
-                n = int(both.sum())
-                if n == 0:
+    present = ~np.isnan(prep.correct)  # (C, S, M)
+    right = prep.correct > 0.5
+    for ai in range(len(conds)):
+        for bi in range(ai + 1, len(conds)):
+            both = present[ai] & present[bi]  # (S, M)
+            n = both.sum(axis=0)
+            ca, cb = right[ai] & both, right[bi] & both
+            n_a, n_b, n_ab = ca.sum(axis=0), cb.sum(axis=0), (ca & cb).sum(axis=0)
+            n_same = n - n_a - n_b + 2 * n_ab  # both right + both wrong
+            xa = prep.answer[ai]
+            n_opt = ((xa == prep.answer[bi]) & (xa >= 0) & both).sum(axis=0)
+            for mi, model in enumerate(prep.models):
+                nn = int(n[mi])
+                if nn == 0:
                     continue
-                ca = prep.correct[ai, both, mi] > 0.5
-                cb = prep.correct[bi, both, mi] > 0.5
-                xa, xb = prep.answer[ai, both, mi], prep.answer[bi, both, mi]
-                out.append({"model": model, "a": conds[ai], "b": conds[bi], **agreement_measures(ca, cb, xa, xb)})
+                pa, pb, po = n_a[mi] / nn, n_b[mi] / nn, n_same[mi] / nn
+                pe = pa * pb + (1 - pa) * (1 - pb)
+                out.append({
+                    "model": model, "a": conds[ai], "b": conds[bi],
+                    "conditional": float(n_ab[mi] / n_b[mi]) if n_b[mi] else None,
+                    "symmetric": float(po), "same_option": float(n_opt[mi] / nn),
+                    "kappa": None if abs(1.0 - pe) < 1e-15 else float((po - pe) / (1.0 - pe)), "n": nn,
+                })
+    out.sort(key=lambda r: (prep.models.index(r["model"]), conds.index(r["a"]), conds.index(r["b"])))
     return out
 
 
