@@ -554,3 +554,21 @@ def test_reorderings_and_single_crop_to_the_segment_first():
     assert [float(t[perm][i]) for i in got.indices] == list(rev.timestamps)
     with pytest.raises(SelectionError, match=r"no frame inside the segment \[20.0, 30.0\]"):
         shuffled(t, None, 4, start=20.0, end=30.0, sample_id="q")
+
+
+def test_the_readme_conditions_configure_and_select():
+    from tempcore.config import RunConfig
+    from tempcore.selection import select
+
+    conditions = [{"strategy": "uniform", "variant": "tvbench"}, {"strategy": "textonly"}, {"strategy": "noframe"},
+                  {"strategy": "single"}, {"strategy": "shuffled", "variant": "uniform:tvbench"},
+                  {"strategy": "reversed", "variant": "uniform:tvbench"}]
+    cfg = RunConfig.from_dict({"benchmarks": [{"name": "tvbench", "annotations": "x"}], "models": ["m"],
+                               "conditions": conditions, "k": 16})
+    assert not cfg.needs_encoder
+    t = np.arange(161) / 10
+    got = {c.strategy: select(c.condition(cfg), t, None, sample_id="q") for c in cfg.conditions}
+    assert list(got["uniform"].indices) == tvbench_get_index(None, 1.0, 160, 16)
+    assert got["reversed"].indices == got["uniform"].indices[::-1]
+    assert sorted(got["shuffled"].indices) == sorted(got["uniform"].indices)
+    assert len(got["single"]) == 1 and got["textonly"].indices == () and got["noframe"].grey

@@ -32,7 +32,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="global seed of the random strategies (default: 0)")
     p.add_argument("--sample-id", default="", help="sample id the per-sample seed is derived from")
     p.add_argument("--variant", default=None,
-                   help="strategy variant (uniform: centres|linspace|linspace_round; shuffled/reversed: base strategy)")
+                   help="strategy variant (uniform: centres|linspace|linspace_round|tvbench; shuffled/reversed: base strategy)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra strategy parameter, e.g. alpha=2.5 (bolt) or t1=0.5 (aks); repeatable")
     p.add_argument("--json", action="store_true", help="print JSON instead of a listing")
