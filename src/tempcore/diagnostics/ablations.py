@@ -359,11 +359,20 @@ def ablation_table(
     group = bench_code * n_t + prep.task_code  # (S,) benchmark x task
     n_g = len(bench_names) * n_t
     present = ~np.isnan(prep.correct)  # (C, S, M)
-    # key per cell: ((c * G + g) * M + m)
-    key = (np.arange(n_c)[:, None, None] * n_g + group[None, :, None]) * n_m + np.arange(n_m)[None, None, :]
-    n = np.bincount(key[present], minlength=n_c * n_g * n_m).reshape(n_c, n_g, n_m)
-    correct = np.bincount(key[present], weights=prep.correct[present], minlength=n_c * n_g * n_m)
-    correct = np.rint(correct).astype(np.int64).reshape(n_c, n_g, n_m)
+    # sums over the samples of each group: samples sorted by group once, then contiguous reduceat
+    order = np.argsort(group, kind="stable")
+    g_sorted = group[order]
+    starts = np.searchsorted(g_sorted, np.arange(n_g))
+    nonempty = np.bincount(group, minlength=n_g) > 0
+    n = np.zeros((n_c, n_g, n_m), dtype=np.int64)
+    correct = np.zeros((n_c, n_g, n_m), dtype=np.int64)
+    if n_s:
+        at = starts[nonempty]
+        for ci in range(n_c):
+            p_sorted = present[ci][order]
+            n[ci][nonempty] = np.add.reduceat(p_sorted, at, axis=0)
+            right = (prep.correct[ci][order] > 0.5) & p_sorted
+            correct[ci][nonempty] = np.add.reduceat(right, at, axis=0)
     low, high = wilson_interval(correct, n, confidence)
     # chance per (benchmark, task): mean of 1 / n_options over the task's samples (NaN if any unknown)
     inv = 1.0 / prep.n_options
@@ -501,9 +510,14 @@ class OrderSensitivity:
         osh = self.os.get("shuffled", np.full(self.benchmark.size, np.nan))
         orv = self.os.get("reversed", np.full(self.benchmark.size, np.nan))
         defined = ~(np.isnan(osh) & np.isnan(orv))
+
+        def values(a: np.ndarray) -> list[float | None]:
+            return [None if x != x else x for x in a[defined].tolist()]  # NaN -> None
+
         return [
-            {"benchmark": str(b), "sample_id": str(s), "os_shuffled": _num(x), "os_reversed": _num(y)}
-            for b, s, x, y in zip(self.benchmark[defined], self.sample_id[defined], osh[defined], orv[defined])
+            {"benchmark": b, "sample_id": s, "os_shuffled": x, "os_reversed": y}
+            for b, s, x, y in zip(self.benchmark[defined].tolist(), self.sample_id[defined].tolist(),
+                                  values(osh), values(orv))
         ]
 
     def to_json(self) -> dict[str, Any]:
