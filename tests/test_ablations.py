@@ -572,3 +572,14 @@ def test_the_readme_conditions_configure_and_select():
     assert got["reversed"].indices == got["uniform"].indices[::-1]
     assert sorted(got["shuffled"].indices) == sorted(got["uniform"].indices)
     assert len(got["single"]) == 1 and got["textonly"].indices == () and got["noframe"].grey
+
+
+def test_result_tables_for_the_report():
+    from tempcore.diagnostics.ablations import result_tables
+
+    tables = result_tables(audit_ablations(hand_table(), n_boot=100))
+    assert set(tables) == {"ablation_table", "ablation_averages", "answer_agreement", "order_sensitivity"}
+    text = tables["ablation_averages"].to_text()
+    assert "62.5" in text and "41.7" in text  # macro of uniform, chance (1/3 + 1/2) / 2
+    assert tables["answer_agreement"].rows[0]["conditional"] == pytest.approx(1.0)  # textonly right only on q1
+    assert tables["order_sensitivity"].rows == []

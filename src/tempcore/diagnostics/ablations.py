@@ -641,6 +641,35 @@ def audit_ablations(
     return {"models": rows, "averages": averages, "agreement": agreement(prep), "order": order.to_json()}
 
 
+def result_tables(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The sections of an :func:`audit_ablations` result as :class:`~tempcore.diagnostics.accuracy.ResultTable`
+    objects (``ablation_table``, ``ablation_averages``, ``answer_agreement``, ``order_sensitivity``), the
+    form the report renders; fractions stay fractions (shown as percentages)."""
+    from tempcore.diagnostics.accuracy import ResultTable
+
+    order_rows = [{"benchmark": b, **v} for b, v in result["order"]["benchmarks"].items()]
+    return {
+        "ablation_table": ResultTable(
+            "ablation_table", "Accuracy per condition and drop from video (TVBench; paired bootstrap 95% CI)",
+            ["model", "benchmark", "task", "condition", "n", "correct", "accuracy", "ci_low", "ci_high", "drop",
+             "drop_ci_low", "drop_ci_high"], list(result["models"]),
+            percent=("accuracy", "ci_low", "ci_high", "drop", "drop_ci_low", "drop_ci_high")),
+        "ablation_averages": ResultTable(
+            "ablation_averages", "Benchmark averages: macro (unweighted over tasks, TVBench's), micro, chance, gain",
+            ["model", "benchmark", "condition", "macro", "micro", "chance", "gain"], list(result["averages"]),
+            percent=("macro", "micro", "chance", "gain")),
+        "answer_agreement": ResultTable(
+            "answer_agreement", "Answer agreement between conditions",
+            ["model", "a", "b", "n", "conditional", "symmetric", "same_option", "kappa"], list(result["agreement"]),
+            notes=["conditional = |C_b ∩ C_a| / |C_b|: the inferred definition of TVBench's undefined agreement"],
+            percent=("conditional", "symmetric", "same_option")),
+        "order_sensitivity": ResultTable(
+            "order_sensitivity", "Order-sensitive samples (OS > tau under shuffled or reversed)",
+            ["benchmark", "n", "order_sensitive", "order_sensitive_among_temporally_sensitive"], order_rows,
+            percent=("order_sensitive", "order_sensitive_among_temporally_sensitive")),
+    }
+
+
 __all__ = [
     "ABLATIONS",
     "REORDERINGS",
@@ -652,5 +681,6 @@ __all__ = [
     "audit_ablations",
     "order_sensitivity",
     "prepare",
+    "result_tables",
     "taxonomy_of",
 ]
