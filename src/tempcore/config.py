@@ -36,8 +36,8 @@ DEFAULT_ENCODER = "google/siglip2-so400m-patch14-384"
 
 #: Strategies whose frames depend on the Eq. 1 scores (they need an encoder and a text mode).
 SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
-#: Strategies that show no video frames.
-FRAMELESS = frozenset({"noframe"})
+#: Strategies that show no video frames (grey images for ``noframe``, no image at all for ``textonly``).
+FRAMELESS = frozenset({"noframe", "textonly"})
 
 
 class ConfigError(TempcoreError):

@@ -85,12 +85,24 @@ def _text(out: dict) -> str:
     return "\n".join(lines)
 
 
+def register_ablations(sub: argparse._SubParsersAction) -> None:
+    from tempcore.cli._audit_ablations import add_ablations_parser
+
+    add_ablations_parser(sub)
+
+
+def register_priors(sub: argparse._SubParsersAction) -> None:
+    from tempcore.cli._audit_ablations import add_priors_parser
+
+    add_priors_parser(sub)
+
+
 #: the audits, each ``register_<name>(subparsers)``
-AUDITS = {"options": register_options}
+AUDITS = {"options": register_options, "ablations": register_ablations, "priors": register_priors}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="audits of a benchmark's design (options, ...)",
+    p = sub.add_parser("audit", help="audits of a benchmark and its predictions (options, ablations, priors)",
                        description="Audits of a benchmark's design.")
     audits = p.add_subparsers(dest="audit", metavar="AUDIT")
     for add in AUDITS.values():

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="sample id the per-sample seed is derived from; with `tempcore score` output also the "
                    "record to use (default: the record's own sample_id)")
     p.add_argument("--variant", default=None,
-                   help="strategy variant (uniform: centres|linspace|linspace_round; shuffled/reversed: base strategy)")
+                   help="strategy variant (uniform: centres|linspace|linspace_round|tvbench; shuffled/reversed: base strategy)")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra strategy parameter, e.g. alpha=2.5 (bolt) or t1=0.5 (aks); repeatable")
     p.add_argument("--json", action="store_true", help="print JSON instead of a listing")

@@ -13,7 +13,7 @@ Inputs need not be sorted by time: every strategy works on the frames in chronol
 
 - ``maxprob`` / ``minprob``: the paper's per-second temporal-diversity rule (:mod:`.diversity`).
 - ``uniform`` (variants ``centres``, ``linspace``, ``linspace_round``), ``random``, ``single``,
-  ``noframe`` (:mod:`.basic`); ``oracle`` windows (:mod:`.windows`).
+  ``noframe`` (grey images), ``textonly`` (no image at all) (:mod:`.basic`); ``oracle`` windows (:mod:`.windows`).
 - ``shuffled`` / ``reversed`` of a base strategy, TVBench's ablations (:mod:`.ablations`).
 - ``aks`` and ``bolt``, score-adaptive samplers from other papers (:mod:`.adaptive`).
 
@@ -26,7 +26,7 @@ from tempcore.selection._common import Frames, SelectionError, derive_seed, stra
 from tempcore.selection.ablations import reversed as reversed  # re-exported, see __all__
 from tempcore.selection.ablations import shuffled
 from tempcore.selection.adaptive import aks, bolt
-from tempcore.selection.basic import UNIFORM_VARIANTS, noframe, single, uniform, uniform_positions
+from tempcore.selection.basic import UNIFORM_VARIANTS, noframe, single, textonly, uniform, uniform_positions
 from tempcore.selection.basic import random as random  # re-exported, see __all__
 from tempcore.selection.diversity import maxprob, minprob, rank_frames
 from tempcore.selection.registry import (
@@ -65,6 +65,7 @@ __all__ = [
     "shuffled",
     "single",
     "strategy",
+    "textonly",
     "uniform",
     "uniform_positions",
     "window_starts",

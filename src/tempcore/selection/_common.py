@@ -108,6 +108,21 @@ class Frames:
     def chronological(self, positions: np.ndarray, requested: int | None = None) -> FrameSet:
         return self.frameset(np.sort(positions), requested)
 
+    def crop(self, start: float | None, end: float | None) -> Frames:
+        """The frames with ``start <= t <= end`` (seconds; either bound may be ``None``), keeping the
+        caller's indices: the sample's ``[start, end]`` segment (TVBench's bound) before a strategy runs."""
+        if start is None and end is None:
+            return self
+        keep = np.ones(self.n, dtype=bool)
+        if start is not None:
+            keep &= self.t >= float(start)
+        if end is not None:
+            keep &= self.t <= float(end)
+        pos = np.flatnonzero(keep)
+        if pos.size == 0:
+            raise SelectionError(f"{self.where}: no frame inside the segment [{start}, {end}]")
+        return Frames(self.t[pos], None if self.s is None else self.s[pos], self.indices(pos), self.k, self.where)
+
 
 def prepare(
     timestamps: object,

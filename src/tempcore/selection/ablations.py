@@ -2,8 +2,13 @@
 
 The base strategy is named by ``variant`` (default ``uniform``), optionally with its own
 variant after a colon: ``"maxprob"``, ``"uniform:linspace"``. The base must yield one frame
-list (not ``oracle``, ``noframe``, ``shuffled`` or ``reversed``); its other parameters are
+list (not ``oracle``, ``noframe``, ``textonly``, ``shuffled`` or ``reversed``); its other parameters are
 passed through (e.g. ``alpha`` for ``bolt``).
+
+``start`` / ``end`` (seconds) crop the candidate frames to the sample's segment *before* the base
+strategy runs (TVBench shuffles / reverses after cropping to the bound of Action Sequence and
+Action Localization). ``tempcore run`` already decodes only the segment of a bounded sample, so
+there the candidates are the segment's frames without these parameters.
 """
 
 from __future__ import annotations
@@ -14,9 +19,9 @@ from typing import Any
 import numpy as np
 
 from tempcore.records import FrameSet
-from tempcore.selection._common import SelectionError, derive_seed, random_keys
+from tempcore.selection._common import SelectionError, derive_seed, prepare, random_keys
 
-_NOT_A_BASE = ("oracle", "noframe", "shuffled", "reversed")
+_NOT_A_BASE = ("oracle", "noframe", "textonly", "shuffled", "reversed")
 
 
 def _base_frames(
@@ -37,9 +42,19 @@ def _base_frames(
             f"sample {sample_id!r}: {strategy}: base strategy {base!r} cannot be {strategy} "
             f"(not one frame list)"
         )
+    start, end = params.pop("start", None), params.pop("end", None)
+    index_map = None
+    if start is not None or end is not None:
+        frames = prepare(timestamps, scores, k, strategy=strategy, sample_id=sample_id, needs_scores=False)
+        frames = frames.crop(start, end)
+        timestamps, scores = frames.t, frames.s
+        index_map = frames.indices(np.arange(frames.n))
     result = call_strategy(base, timestamps, scores, k, seed=seed, sample_id=sample_id,
                            variant=base_variant or None, **params)
     assert isinstance(result, FrameSet)
+    if index_map is not None:
+        result = FrameSet(tuple(int(index_map[i]) for i in result.indices), result.timestamps,
+                          requested=result.requested, grey=result.grey)
     return result
 
 

@@ -43,6 +43,7 @@ for _name, _fn in (
     ("random", basic.random),
     ("oracle", windows.oracle),
     ("noframe", basic.noframe),
+    ("textonly", basic.textonly),
     ("single", basic.single),
     ("shuffled", ablations.shuffled),
     ("reversed", ablations.reversed),

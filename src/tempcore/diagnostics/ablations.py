@@ -1,0 +1,689 @@
+"""TVBench's time and vision ablations as findings: the ablation table, answer agreement between
+conditions, and per-sample order sensitivity (TVBench, "Lost in Time", paper 001; the order
+sensitivity per sample is ours, beyond the papers).
+
+Pure, vectorised functions over the tidy predictions table (pyarrow + numpy; see
+:mod:`tempcore.tidy`). A *condition* is a ``strategy`` of the table: the video condition (a base
+strategy, default ``uniform``) and the ablations ``textonly`` (no image at all), ``noframe`` (grey
+images), ``single`` (one random frame), ``shuffled`` and ``reversed`` (the base strategy's frames
+reordered). Correctness is the paper's 0/1 ``correct`` (a parse failure is wrong).
+
+Definitions, to the letter of the paper where it has one:
+
+* **Accuracy** per model x benchmark x task x condition: correct / n over that condition's rows,
+  with a Wilson interval (:func:`tempcore.diagnostics.stats.wilson_interval`).
+* **Drop** from video: ``acc(video) - acc(condition)`` over the samples answered under both (the
+  pairs), with a seeded percentile paired bootstrap interval
+  (:func:`tempcore.diagnostics.stats.paired_bootstrap`; resampling questions). The video row
+  itself has no drop. A positive drop is accuracy lost without the video.
+* **Benchmark average** the way TVBench reports it: the *unweighted mean over tasks* of the task
+  accuracies (``macro``, "TVBench Average"); the pooled figure over all questions (``micro``)
+  beside it. ``chance`` is the mean of the per-task chance levels (a task's chance level: the mean
+  of ``1 / n_options`` over its questions; 33.3% for TVBench) and ``gain = macro - chance``.
+* **Answer agreement** of conditions a and b for one model, over the questions answered under
+  both. The paper's "agreement between the correct responses" (e.g. "91.0% between image and
+  video") is never defined in its text; the only reading consistent with its own marginals is the
+  *inferred definition* ``conditional = |C_b ∩ C_a| / |C_b|`` with ``a`` the video: of the questions
+  answered correctly under condition b, the share also answered correctly with the full video.
+  Beside it: ``symmetric`` (share of questions with the same correctness), ``same_option`` (share
+  with the same chosen option; a parse failure matches nothing) and Cohen's ``kappa`` of the two
+  0/1 correctness vectors (``(p_o - p_e) / (1 - p_e)``; undefined, ``None``, when ``p_e = 1``).
+  Pairs are taken in the order of the conditions (the video first), so ``a`` is the video for
+  every pair involving it.
+* **Order sensitivity** (ours, beyond the papers): ``OS_i = 1/|M| sum_m (correct with the base
+  frames in order - correct with the same frames shuffled)``, likewise ``reversed``; the panel M of a
+  benchmark is every model with rows under the video or the reordering; a sample lacking a panel
+  model's value for either has no OS (incomplete), as in FSS. Classes at tau: Key (OS > tau),
+  Non-key, Anti-key (:func:`tempcore.diagnostics.core.fss_categories`). *Order-sensitive* (our
+  reading): Key under shuffled or under reversed (whichever the table has). Crossed with the FSS x
+  LIS taxonomy (:func:`tempcore.diagnostics.diagnose`, when the table has MaxProb / MinProb /
+  no-frame rows): the share of order-sensitive samples among all samples with an OS, and among the
+  Temporally Sensitive ones — the samples that need *the right frames in the right order*.
+
+Rows used: ``rotation`` 0 (or none) and no oracle ``window``. Within a condition, a column among
+``k, mode, encoder, fps, seed, variant`` taking several values is an error naming them (choose with
+``filters``), never silently pooled; a (sample, model, condition) given twice is an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tempcore.diagnostics.core import fss_categories
+from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, wilson_interval
+from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
+
+ABLATIONS = ("textonly", "noframe", "single", "shuffled", "reversed")
+"""The ablation conditions of TVBench (plus the grey-frame ``noframe``), after the video condition."""
+REORDERINGS = ("shuffled", "reversed")
+_AMBIGUOUS = ("k", "mode", "encoder", "fps", "seed", "variant")
+_TS = ("temporally_grounded", "visual_bias")
+
+
+def _num(x: Any) -> float | None:
+    if x is None:
+        return None
+    x = float(x)
+    return None if math.isnan(x) else x
+
+
+def _column_codes(table: Any, name: str) -> tuple[np.ndarray, list[Any]]:
+    """Dictionary codes per row (nulls encoded as a value of their own) and the distinct values."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    col = table.column(name)
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
+    if pa.types.is_dictionary(col.type):
+        values = col.dictionary.to_pylist()
+        idx = col.indices
+        codes = pc.fill_null(idx, len(values)).to_numpy(zero_copy_only=False)  # int32 kept: no 5M-row copy
+        if idx.null_count:
+            values = values + [None]
+        return codes, values
+    if pa.types.is_null(col.type):
+        return np.zeros(len(col), dtype=np.int64), [None]
+    enc = pc.dictionary_encode(col, null_encoding="encode")
+    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
+
+
+@dataclass
+class Prepared:
+    """The table as (condition x sample x model) arrays: ``correct`` (NaN: no row) and ``answer``
+    (the chosen option index; -1 parse failure; -2 no row), plus per-sample task and option counts."""
+
+    enc: EncodedPredictions
+    conditions: list[str]
+    correct: np.ndarray  # (C, S, M) float32 (0 / 1 / NaN)
+    answer: np.ndarray  # (C, S, M) int16
+    task_code: np.ndarray  # (S,) index into tasks
+    tasks: list[Any]
+    n_options: np.ndarray  # (S,) float64, NaN unknown
+
+    @property
+    def models(self) -> list[str]:
+        return self.enc.models
+
+    @property
+    def benchmarks(self) -> np.ndarray:
+        return np.asarray(self.enc.sample_benchmark, dtype=object)
+
+
+def prepare(
+    table: Any,
+    conditions: Sequence[str],
+    *,
+    by: str | None = None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None = None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None = None,
+    filters: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Prepared:
+    """Arrange ``table``'s rows of ``conditions`` (strategy names) into per-condition matrices.
+
+    ``by``: the column giving each sample's task (default: ``task`` when the table has it, else each
+    benchmark is one task, ``None``); ``task_of_sample`` (``{(benchmark, sample_id): task}``, e.g.
+    from the annotations) takes precedence. ``n_options_of_sample`` likewise for the option counts
+    (default: the ``n_options`` column; unknown otherwise, and chance levels are then ``None``).
+    ``filters``: ``{condition: {column: value}}`` to pick one value of an ambiguous column.
+    """
+    enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
+    t = enc.table
+    conditions = list(dict.fromkeys(conditions))
+    n_rows = t.num_rows
+    s_codes, s_values = _column_codes(t, "strategy")
+    lookup = np.full(len(s_values) + 1, -1, dtype=np.int64)
+    for i, v in enumerate(s_values):
+        if v in conditions:
+            lookup[i] = conditions.index(v)
+    cond = lookup[s_codes] if n_rows else np.empty(0, dtype=np.int64)
+    keep = cond >= 0
+    if "rotation" in t.column_names:
+        keep &= enc.rotations() == 0
+    keep &= _is_null(t.column("window"))
+    filters = dict(filters or {})
+    for c, flt in filters.items():
+        if c not in conditions:
+            continue
+        mask = enc.rows(c, None, flt)
+        keep &= ~(cond == conditions.index(c)) | mask
+    _check_unambiguous(enc, cond, keep, conditions, filters)
+    every = bool(keep.all())
+    rows = np.arange(n_rows) if every else np.flatnonzero(keep)
+    pick: Any = slice(None) if every else rows  # no gathers when every row is used
+    n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
+    cell = (cond[pick] * n_s + enc.sample_code[pick]) * n_m + enc.model_code[pick]
+    _check_duplicates(enc, cell, rows, cond, conditions)
+    correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)  # 0/1 exactly; small: fewer page faults
+    values = _ints(t.column("correct"), -1)[pick]
+    if (values < 0).any():
+        bad = rows[values < 0][0]
+        raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
+    correct[cell] = values
+    answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)  # option index (< 26), -1 parse failure, -2 no row
+    answer[cell] = _ints(t.column("answer"), -1)[pick] if "answer" in t.column_names else -1
+    task_code, tasks = _tasks(enc, by, task_of_sample)
+    n_opt = _n_options(enc, n_options_of_sample)
+    return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
+                    task_code, tasks, n_opt)
+
+
+def _is_null(column: Any) -> np.ndarray:
+    """Per-row null mask of a pyarrow column, as numpy bool."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column):
+        return np.ones(len(column), dtype=bool)
+    if column.null_count == 0:
+        return np.zeros(len(column), dtype=bool)
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    return pc.is_null(column).to_numpy(zero_copy_only=False)
+
+
+def _constant(column: Any) -> bool:
+    """Whether a pyarrow column holds one value (or only nulls), checked cheaply."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if column.null_count == len(column):
+        return True
+    if column.null_count:
+        return False
+    if pa.types.is_dictionary(column.type):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        return all(len(c.dictionary) <= 1 for c in chunks) and len({c.dictionary[0].as_py() for c in chunks
+                                                                     if len(c)}) <= 1
+    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
+        mm = pc.min_max(column)
+        return mm["min"].as_py() == mm["max"].as_py()
+    return False
+
+
+def _ints(column: Any, null: int) -> np.ndarray:
+    """A numeric pyarrow column as integer numpy (its own width), nulls as ``null`` (floats rounded)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.int64())
+    if pa.types.is_null(column.type):
+        return np.full(len(column), null, dtype=np.int64)
+    if pa.types.is_floating(column.type):
+        column = pc.round(column)
+    if column.null_count:
+        column = pc.fill_null(column.cast(pa.int64()), null)
+    out = column.to_numpy(zero_copy_only=False)
+    return out if np.issubdtype(out.dtype, np.integer) else out.astype(np.int64)  # int8 stays int8: no copy
+
+
+def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarray, conditions: list[str],
+                       filters: Mapping[str, Mapping[str, Any]]) -> None:
+    t = enc.table
+    for col in _AMBIGUOUS:
+        if col not in t.column_names:
+            continue
+        if _constant(t.column(col)):
+            continue
+        codes, values = _column_codes(t, col)
+        width = len(values)
+        present = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
+        present[cond[keep] * width + codes[keep]] = True
+        present = present.reshape(len(conditions), width)
+        for ci in np.flatnonzero(present.sum(axis=1) > 1):
+            name = conditions[int(ci)]
+            if col in filters.get(name, {}):
+                continue
+            seen = sorted((values[int(v)] for v in np.flatnonzero(present[ci])), key=str)
+            raise DiagnosticsError(
+                f"condition {name!r}: predictions mix several {col} values {seen}; choose one "
+                f"(filters={{{name!r}: {{{col!r}: {seen[0]!r}}}}})"
+            )
+
+
+def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarray, cond: np.ndarray,
+                      conditions: list[str]) -> None:
+    if cell.size == 0:
+        return
+    filled = np.zeros(int(cell.max()) + 1, dtype=bool)
+    filled[cell] = True
+    if int(np.count_nonzero(filled)) != cell.size:
+        order = np.argsort(cell, kind="stable")
+        same = np.flatnonzero(cell[order][1:] == cell[order][:-1])
+        r = rows[order[same[0] + 1]]
+        raise DiagnosticsError(
+            f"duplicate predictions for sample {enc.sample_id[enc.sample_code[r]]!r} of "
+            f"{enc.sample_benchmark[enc.sample_code[r]]!r}, model {enc.models[enc.model_code[r]]!r}, "
+            f"condition {conditions[int(cond[r])]!r}"
+        )
+
+
+def _tasks(enc: EncodedPredictions, by: str | None,
+           task_of_sample: Mapping[tuple[str, str], Any] | None) -> tuple[np.ndarray, list[Any]]:
+    n_s = enc.n_samples
+    if task_of_sample is not None:
+        values = [task_of_sample.get((b, s)) for b, s in zip(enc.sample_benchmark, enc.sample_id)]
+        distinct = list(dict.fromkeys(values))
+        index = {v: i for i, v in enumerate(distinct)}
+        return np.array([index[v] for v in values], dtype=np.int64), distinct
+    t = enc.table
+    if by is None:
+        by = "task" if "task" in t.column_names else None
+    if by is None:
+        return np.zeros(n_s, dtype=np.int64), [None]
+    if by not in t.column_names:
+        raise DiagnosticsError(
+            f"no column {by!r} in the predictions (they have {sorted(t.column_names)}); give the annotations "
+            "to take the task from the samples"
+        )
+    codes, values = _column_codes(t, by)
+    per_sample = np.full(n_s, -1, dtype=np.int64)
+    per_sample[enc.sample_code] = codes
+    bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
+    if bad.size:
+        r = bad[0]
+        raise DiagnosticsError(
+            f"column {by!r} takes several values for sample {enc.sample_id[enc.sample_code[r]]!r}; "
+            "a task is a property of the sample"
+        )
+    return per_sample, values
+
+
+def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | None) -> np.ndarray:
+    n_s = enc.n_samples
+    out = np.full(n_s, np.nan)
+    if given is not None:
+        for i, key in enumerate(zip(enc.sample_benchmark, enc.sample_id)):
+            v = given.get(key)
+            if v is not None:
+                out[i] = float(v)
+        return out
+    if "n_options" in enc.table.column_names:
+        column = enc.table.column("n_options")
+        vals = _ints(column, -1)
+        if column.null_count:
+            ok = vals >= 0
+            out[enc.sample_code[ok]] = vals[ok]
+        else:
+            out[enc.sample_code] = vals
+    return out
+
+
+# --- the ablation table -----------------------------------------------------------------------
+
+
+def _bootstrap_from_counts(counts: np.ndarray, values: np.ndarray, n_boot: int, confidence: float,
+                           seed: int) -> tuple[float, float, float]:
+    """Exactly :func:`tempcore.diagnostics.stats.bootstrap_mean` of a sample holding ``counts[j]``
+    copies of ``values[j]`` (same seed, same draws), without materialising the sample."""
+    present = counts > 0
+    distinct, cnt = values[present], counts[present]
+    n = int(cnt.sum())
+    if n == 0:
+        return math.nan, math.nan, math.nan
+    estimate = float((distinct * cnt).sum() / n)
+    rng = np.random.default_rng(seed)
+    if distinct.size == 1:
+        means = np.full(n_boot, distinct[0])
+    else:
+        draws = rng.multinomial(n, cnt / n, size=n_boot)
+        means = draws @ distinct / n
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return estimate, float(low), float(high)
+
+
+def ablation_table(
+    prep: Prepared,
+    *,
+    video: str = "uniform",
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ``models`` rows (accuracy, Wilson interval, drop from video with a paired bootstrap
+    interval) and the ``averages`` rows (macro, micro, chance, gain) of the module docstring."""
+    conds = prep.conditions
+    if video not in conds:
+        raise DiagnosticsError(f"the video condition {video!r} is not among the conditions {conds}")
+    vi = conds.index(video)
+    n_c, n_s, n_m = prep.correct.shape
+    benches = prep.benchmarks
+    bench_names = sorted(set(benches.tolist()))
+    bench_code = np.array([bench_names.index(b) for b in benches], dtype=np.int64) if n_s else np.empty(0, np.int64)
+    n_t = len(prep.tasks)
+    group = bench_code * n_t + prep.task_code  # (S,) benchmark x task
+    n_g = len(bench_names) * n_t
+    present = ~np.isnan(prep.correct)  # (C, S, M)
+    # sums over the samples of each group: samples sorted by group once, then contiguous reduceat
+    order = np.argsort(group, kind="stable")
+    g_sorted = group[order]
+    starts = np.searchsorted(g_sorted, np.arange(n_g))
+    nonempty = np.bincount(group, minlength=n_g) > 0
+    n = np.zeros((n_c, n_g, n_m), dtype=np.int64)
+    correct = np.zeros((n_c, n_g, n_m), dtype=np.int64)
+    if n_s:
+        at = starts[nonempty]
+        for ci in range(n_c):
+            p_sorted = present[ci][order]
+            n[ci][nonempty] = np.add.reduceat(p_sorted, at, axis=0)
+            right = (prep.correct[ci][order] > 0.5) & p_sorted
+            correct[ci][nonempty] = np.add.reduceat(right, at, axis=0)
+    low, high = wilson_interval(correct, n, confidence)
+    # chance per (benchmark, task): mean of 1 / n_options over the task's samples (NaN if any unknown)
+    inv = 1.0 / prep.n_options
+    g_n = np.bincount(group, minlength=n_g)
+    g_sum = np.bincount(group, weights=np.nan_to_num(inv, nan=0.0), minlength=n_g)
+    g_unknown = np.bincount(group, weights=np.isnan(inv).astype(np.float64), minlength=n_g)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        chance = np.where((g_n > 0) & (g_unknown == 0), g_sum / np.maximum(g_n, 1), np.nan)
+    # drops: counts of the paired differences (-1, 0, 1) per (c, g, m)
+    diff_values = np.array([-1.0, 0.0, 1.0])
+    vid = prep.correct[vi]
+    rows: list[dict[str, Any]] = []
+    drop_counts = np.zeros((n_c, n_g, n_m, 3), dtype=np.int64)
+    for ci in range(n_c):
+        if ci == vi:
+            continue
+        both = present[ci] & ~np.isnan(vid)
+        d = (vid - prep.correct[ci])[both]  # video - condition
+        k = (group[:, None] * n_m + np.arange(n_m)[None, :])[both]
+        drop_counts[ci] = np.bincount(k * 3 + np.rint(d).astype(np.int64) + 1,
+                                      minlength=n_g * n_m * 3).reshape(n_g, n_m, 3)
+    for mi, model in enumerate(prep.models):
+        for gi in range(n_g):
+            bench, task = bench_names[gi // n_t], prep.tasks[gi % n_t]
+            for ci, cname in enumerate(conds):
+                if n[ci, gi, mi] == 0:
+                    continue
+                row = {
+                    "model": model, "benchmark": bench, "task": task, "condition": cname,
+                    "n": int(n[ci, gi, mi]), "correct": int(correct[ci, gi, mi]),
+                    "accuracy": float(correct[ci, gi, mi] / n[ci, gi, mi]),
+                    "ci_low": _num(low[ci, gi, mi]), "ci_high": _num(high[ci, gi, mi]),
+                    "drop": None, "drop_ci_low": None, "drop_ci_high": None,
+                }
+                if ci != vi and drop_counts[ci, gi, mi].sum():
+                    est, lo, hi = _bootstrap_from_counts(drop_counts[ci, gi, mi], diff_values, n_boot, confidence,
+                                                         seed)
+                    row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
+                rows.append(row)
+    averages: list[dict[str, Any]] = []
+    for mi, model in enumerate(prep.models):
+        for bi, bench in enumerate(bench_names):
+            gs = np.arange(bi * n_t, (bi + 1) * n_t)
+            for ci, cname in enumerate(conds):
+                nn = n[ci, gs, mi]
+                used = gs[nn > 0]
+                if used.size == 0:
+                    continue
+                accs = correct[ci, used, mi] / n[ci, used, mi]
+                macro = float(accs.mean())
+                micro = float(correct[ci, used, mi].sum() / n[ci, used, mi].sum())
+                ch = chance[used]
+                ch_mean = None if np.isnan(ch).any() else float(ch.mean())
+                averages.append({
+                    "model": model, "benchmark": bench, "condition": cname, "macro": macro, "micro": micro,
+                    "chance": ch_mean, "gain": None if ch_mean is None else macro - ch_mean,
+                })
+    return rows, averages
+
+
+# --- answer agreement -------------------------------------------------------------------------
+
+
+def agreement(prep: Prepared) -> list[dict[str, Any]]:
+    """Answer agreement per model and pair of conditions (a before b in ``prep.conditions``), pooled
+    over every benchmark of the table: ``conditional`` (the inferred definition |C_b ∩ C_a| / |C_b|),
+    ``symmetric``, ``same_option``, ``kappa`` and ``n`` (questions answered under both).
+    Vectorised over models; :func:`agreement_measures` is the same for one pair of vectors."""
+    out = []
+    conds = prep.conditions
+    present = ~np.isnan(prep.correct)  # (C, S, M)
+    right = prep.correct > 0.5
+    for ai in range(len(conds)):
+        for bi in range(ai + 1, len(conds)):
+            both = present[ai] & present[bi]  # (S, M)
+            n = both.sum(axis=0)
+            ca, cb = right[ai] & both, right[bi] & both
+            n_a, n_b, n_ab = ca.sum(axis=0), cb.sum(axis=0), (ca & cb).sum(axis=0)
+            n_same = n - n_a - n_b + 2 * n_ab  # both right + both wrong
+            xa = prep.answer[ai]
+            n_opt = ((xa == prep.answer[bi]) & (xa >= 0) & both).sum(axis=0)
+            for mi, model in enumerate(prep.models):
+                nn = int(n[mi])
+                if nn == 0:
+                    continue
+                pa, pb, po = n_a[mi] / nn, n_b[mi] / nn, n_same[mi] / nn
+                pe = pa * pb + (1 - pa) * (1 - pb)
+                out.append({
+                    "model": model, "a": conds[ai], "b": conds[bi],
+                    "conditional": float(n_ab[mi] / n_b[mi]) if n_b[mi] else None,
+                    "symmetric": float(po), "same_option": float(n_opt[mi] / nn),
+                    "kappa": None if abs(1.0 - pe) < 1e-15 else float((po - pe) / (1.0 - pe)), "n": nn,
+                })
+    out.sort(key=lambda r: (prep.models.index(r["model"]), conds.index(r["a"]), conds.index(r["b"])))
+    return out
+
+
+def agreement_measures(ca: np.ndarray, cb: np.ndarray, xa: np.ndarray | None = None,
+                       xb: np.ndarray | None = None) -> dict[str, Any]:
+    """The agreement measures of two paired 0/1 correctness vectors (and chosen options, -1 = none)."""
+    ca = np.asarray(ca, dtype=bool)
+    cb = np.asarray(cb, dtype=bool)
+    n = int(ca.size)
+    n_b = int(cb.sum())
+    conditional = float((ca & cb).sum() / n_b) if n_b else None
+    po = float((ca == cb).mean()) if n else math.nan
+    pa, pb = float(ca.mean()) if n else math.nan, float(cb.mean()) if n else math.nan
+    pe = pa * pb + (1 - pa) * (1 - pb)
+    kappa = None if not n or abs(1.0 - pe) < 1e-15 else (po - pe) / (1.0 - pe)
+    same = None
+    if xa is not None and xb is not None and n:
+        xa, xb = np.asarray(xa), np.asarray(xb)
+        same = float(((xa == xb) & (xa >= 0)).mean())
+    return {"conditional": conditional, "symmetric": _num(po), "same_option": same, "kappa": _num(kappa), "n": n}
+
+
+# --- order sensitivity ------------------------------------------------------------------------
+
+
+@dataclass
+class OrderSensitivity:
+    """Per sample ``os_shuffled`` / ``os_reversed`` (NaN: incomplete or no such rows), their classes,
+    whether order-sensitive, the taxonomy category (when computable) and per-benchmark summaries."""
+
+    benchmark: np.ndarray
+    sample_id: np.ndarray
+    os: dict[str, np.ndarray]
+    classes: dict[str, np.ndarray]
+    order_sensitive: np.ndarray  # bool, only meaningful where any OS is defined
+    category: np.ndarray | None
+    benchmarks: dict[str, dict[str, Any]]
+    crossed: dict[str, dict[str, dict[str, int]]]
+
+    def samples(self) -> list[dict[str, Any]]:
+        osh = self.os.get("shuffled", np.full(self.benchmark.size, np.nan))
+        orv = self.os.get("reversed", np.full(self.benchmark.size, np.nan))
+        defined = ~(np.isnan(osh) & np.isnan(orv))
+
+        def values(a: np.ndarray) -> list[float | None]:
+            return [None if x != x else x for x in a[defined].tolist()]  # NaN -> None
+
+        return [
+            {"benchmark": b, "sample_id": s, "os_shuffled": x, "os_reversed": y}
+            for b, s, x, y in zip(self.benchmark[defined].tolist(), self.sample_id[defined].tolist(),
+                                  values(osh), values(orv))
+        ]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"benchmarks": self.benchmarks, "samples": self.samples()}
+
+
+def order_sensitivity(
+    prep: Prepared,
+    *,
+    video: str = "uniform",
+    tau: float = 0.15,
+    category: np.ndarray | None = None,
+) -> OrderSensitivity:
+    """OS per sample for each reordering of ``prep.conditions``, classes at ``tau``, and per benchmark
+    ``n`` (samples with an OS), ``order_sensitive`` (share) and
+    ``order_sensitive_among_temporally_sensitive`` (share, ``None`` without a taxonomy or without
+    Temporally Sensitive samples). ``category``: the taxonomy per sample, in ``prep``'s sample order."""
+    conds = prep.conditions
+    if video not in conds:
+        raise DiagnosticsError(f"the video condition {video!r} is not among the conditions {conds}")
+    vi = conds.index(video)
+    n_c, n_s, n_m = prep.correct.shape
+    benches = prep.benchmarks
+    present = ~np.isnan(prep.correct)
+    os_values: dict[str, np.ndarray] = {}
+    classes: dict[str, np.ndarray] = {}
+    for name in REORDERINGS:
+        if name not in conds:
+            continue
+        ri = conds.index(name)
+        values = np.full(n_s, np.nan)
+        for bench in sorted(set(benches.tolist())):
+            rows = np.flatnonzero(benches == bench)
+            panel = np.flatnonzero((present[vi][rows] | present[ri][rows]).any(axis=0))
+            if panel.size == 0 or not present[ri][rows].any():
+                continue
+            d = (prep.correct[vi][np.ix_(rows, panel)].astype(np.float64)
+                 - prep.correct[ri][np.ix_(rows, panel)].astype(np.float64))
+            values[rows] = d.mean(axis=1)  # NaN when any panel model lacks either value
+        os_values[name] = values
+        classes[name] = fss_categories(values, tau)
+    sensitive = np.zeros(n_s, dtype=bool)
+    defined = np.zeros(n_s, dtype=bool)
+    for name, cl in classes.items():
+        sensitive |= cl == "key"
+        defined |= ~np.isnan(os_values[name])
+    ts = None if category is None else np.isin(np.asarray(category, dtype=object), _TS)
+    summary: dict[str, dict[str, Any]] = {}
+    crossed: dict[str, dict[str, dict[str, int]]] = {}
+    for bench in sorted(set(benches.tolist())):
+        sel = (benches == bench) & defined
+        n = int(sel.sum())
+        if not classes:
+            continue
+        among = None
+        if ts is not None and (sel & ts).any():
+            among = float((sensitive & sel & ts).sum() / (sel & ts).sum())
+        summary[bench] = {
+            "n": n,
+            "order_sensitive": float((sensitive & sel).sum() / n) if n else None,
+            "order_sensitive_among_temporally_sensitive": among,
+        }
+        if category is not None:
+            cat = np.asarray(category, dtype=object)
+            table: dict[str, dict[str, int]] = {}
+            for c in sorted(set(cat[sel].tolist())):
+                m = sel & (cat == c)
+                table[str(c)] = {"order_sensitive": int((m & sensitive).sum()), "other": int((m & ~sensitive).sum())}
+            crossed[bench] = table
+    return OrderSensitivity(benches, np.asarray(prep.enc.sample_id, dtype=object), os_values, classes,
+                            sensitive, category, summary, crossed)
+
+
+def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.ndarray | None:
+    """The FSS x LIS category per sample of ``prep`` (``diagnose`` over the same table), or ``None``
+    when the table lacks MaxProb / MinProb / no-frame rows."""
+    from tempcore.diagnostics import diagnose
+
+    enc = prep.enc
+    for strategy in ("maxprob", "minprob", "noframe"):
+        if not enc.rows(strategy, None).any():
+            return None
+    try:
+        return diagnose(enc, tau=tau, lam=lam).category
+    except DiagnosticsError:
+        return None
+
+
+# --- everything of `tempcore audit ablations` -------------------------------------------------
+
+
+def audit_ablations(
+    table: Any,
+    *,
+    video: str = "uniform",
+    conditions: Sequence[str] = ABLATIONS,
+    by: str | None = None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None = None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None = None,
+    tau: float = 0.15,
+    lam: float = 0.5,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = 0,
+    filters: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The JSON object of ``tempcore audit ablations --json``: ``models``, ``averages``, ``agreement``,
+    ``order`` (see the module docstring). Conditions without rows are left out."""
+    names = [video] + [c for c in conditions if c != video]
+    prep = prepare(table, names, by=by, task_of_sample=task_of_sample, n_options_of_sample=n_options_of_sample,
+                   filters=filters)
+    have = [c for i, c in enumerate(prep.conditions) if c == video or not np.isnan(prep.correct[i]).all()]
+    if np.isnan(prep.correct[0]).all():
+        raise DiagnosticsError(f"the predictions have no rows of the video condition {video!r}")
+    if len(have) < len(prep.conditions):
+        keep = [prep.conditions.index(c) for c in have]
+        prep = Prepared(prep.enc, have, prep.correct[keep], prep.answer[keep], prep.task_code, prep.tasks,
+                        prep.n_options)
+    rows, averages = ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
+    category = taxonomy_of(prep, tau=tau, lam=lam) if any(c in have for c in REORDERINGS) else None
+    order = order_sensitivity(prep, video=video, tau=tau, category=category)
+    return {"models": rows, "averages": averages, "agreement": agreement(prep), "order": order.to_json()}
+
+
+def result_tables(result: Mapping[str, Any]) -> dict[str, Any]:
+    """The sections of an :func:`audit_ablations` result as :class:`~tempcore.diagnostics.accuracy.ResultTable`
+    objects (``ablation_table``, ``ablation_averages``, ``answer_agreement``, ``order_sensitivity``), the
+    form the report renders; fractions stay fractions (shown as percentages)."""
+    from tempcore.diagnostics.accuracy import ResultTable
+
+    order_rows = [{"benchmark": b, **v} for b, v in result["order"]["benchmarks"].items()]
+    return {
+        "ablation_table": ResultTable(
+            "ablation_table", "Accuracy per condition and drop from video (TVBench; paired bootstrap 95% CI)",
+            ["model", "benchmark", "task", "condition", "n", "correct", "accuracy", "ci_low", "ci_high", "drop",
+             "drop_ci_low", "drop_ci_high"], list(result["models"]),
+            percent=("accuracy", "ci_low", "ci_high", "drop", "drop_ci_low", "drop_ci_high")),
+        "ablation_averages": ResultTable(
+            "ablation_averages", "Benchmark averages: macro (unweighted over tasks, TVBench's), micro, chance, gain",
+            ["model", "benchmark", "condition", "macro", "micro", "chance", "gain"], list(result["averages"]),
+            percent=("macro", "micro", "chance", "gain")),
+        "answer_agreement": ResultTable(
+            "answer_agreement", "Answer agreement between conditions",
+            ["model", "a", "b", "n", "conditional", "symmetric", "same_option", "kappa"], list(result["agreement"]),
+            notes=["conditional = |C_b ∩ C_a| / |C_b|: the inferred definition of TVBench's undefined agreement"],
+            percent=("conditional", "symmetric", "same_option")),
+        "order_sensitivity": ResultTable(
+            "order_sensitivity", "Order-sensitive samples (OS > tau under shuffled or reversed)",
+            ["benchmark", "n", "order_sensitive", "order_sensitive_among_temporally_sensitive"], order_rows,
+            percent=("order_sensitive", "order_sensitive_among_temporally_sensitive")),
+    }
+
+
+__all__ = [
+    "ABLATIONS",
+    "REORDERINGS",
+    "OrderSensitivity",
+    "Prepared",
+    "ablation_table",
+    "agreement",
+    "agreement_measures",
+    "audit_ablations",
+    "order_sensitivity",
+    "prepare",
+    "result_tables",
+    "taxonomy_of",
+]
