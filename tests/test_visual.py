@@ -349,3 +349,60 @@ def test_world_tfr_and_vfp_end_to_end(tmp_path: Path) -> None:
     assert np.abs(batch.frames[0].astype(int) - rendered.astype(int)).mean() < 12
     vbuild = world_vfp(manifest, tmp_path / "vfp")
     assert vbuild["questions"] == len(manifest.scenes)
+
+
+# --- answering: interleaved visual options ---------------------------------------------------
+
+
+def _tiny_frames(n: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.integers(0, 256, (32, 32, 3), dtype=np.uint8) for _ in range(n)]
+
+
+def test_interleaved_layout_and_openai_parts() -> None:
+    from tempcore.models.openai_http import OpenAIChatModel, build_chat_body
+    from tempcore.visual.requests import InterleavedRequest, multiple_choice_request, yes_no_request
+
+    req = multiple_choice_request("What happens after x?", [_tiny_frames(2, i) for i in range(4)],
+                                  context=_tiny_frames(3, 9))
+    assert len(req.images) == 11 and req.options == ("A", "B", "C", "D")
+    body = build_chat_body(OpenAIChatModel("m", "http://127.0.0.1:9/v1"), req)
+    parts = body["messages"][-1]["content"]
+    kinds = "".join("I" if p["type"] == "image_url" else "T" for p in parts)
+    # instruction + "Video:", 3 context frames, question + '"A": ', 2 frames, '"B": ', ... , answer instruction
+    assert kinds == "TIIITIITIITIITIIT"
+    texts = [p["text"] for p in parts if p["type"] == "text"]
+    assert texts[1].endswith('Options:\n"A": ') and texts[2:4] == ['\n"B": ', '\n"C": ']
+    assert texts[-1].startswith("\n\nAnswer with the option")
+    yn = yes_no_request(_tiny_frames(4, 1), _tiny_frames(1, 2)[0])
+    assert yn.options == ("Yes", "No") and yn.layout[5] == 4 and "Did this frame appear" in yn.layout[4]
+    with pytest.raises(ValueError, match="layout"):
+        InterleavedRequest(images=tuple(_tiny_frames(2, 0)), prompt="x", layout=(1, 0))
+
+
+def test_tiny_vlm_answers_interleaved_visual_options(tmp_path: Path) -> None:
+    import tiny_vlms
+    from tempcore.models import load_model
+    from tempcore.models.base import ModelSpec
+    from tempcore.visual.requests import request_for_sample
+
+    clips = tmp_path / "clips"
+    write_video(clips / "c1.mp4", duration=2.0, fps=10, size=(32, 32))
+    build_vfp(clips, tmp_path / "vfp", context_frames=4, future_frames=4)
+    (sample,) = load_benchmark("generic", tmp_path / "vfp" / "annotations.jsonl").samples
+    req = request_for_sample(sample, clips)
+    assert len(req.images) == 4 + 4 * 4  # the context, then four options of four frames
+    codes = [read_pattern(im).index for im in req.images]
+    opts = sample.metadata["visual_options"]
+    assert codes == [0, 1, 2, 3, *(f for o in opts for f in o["frames"])]  # exactly the recorded frames, in order
+    folder = tiny_vlms.build_tiny_vlm("qwen2_vl", tmp_path / "qwen2_vl")
+    model = load_model(ModelSpec(backend="hf", model=str(folder), max_new_tokens=4))
+    text = model.render(req)
+    pad = "<|vision_start|><|image_pad|><|vision_end|>"
+    assert text.count(pad) == 20
+    a, b = text.index('"A": '), text.index('"B": ')
+    assert text[a:b].count(pad) == 4  # option A's four frames sit between its label and B's
+    gen, scored = model.answer([req])[0], model.answer([req], method="option_scores")[0]
+    assert gen.ok and scored.ok and len(scored.option_logprobs) == 4
+    assert scored.text in ("A", "B", "C", "D")
+    model.close()
