@@ -406,3 +406,55 @@ def test_tiny_vlm_answers_interleaved_visual_options(tmp_path: Path) -> None:
     assert gen.ok and scored.ok and len(scored.option_logprobs) == 4
     assert scored.text in ("A", "B", "C", "D")
     model.close()
+
+
+def test_zoo_answers_world_tfr_visual_and_text_and_the_gap_is_scored(tmp_path: Path) -> None:
+    from tempcore.models import load_model
+    from tempcore.models.base import ModelSpec
+    from tempcore.tidy import predictions_table, write_table
+    from tempcore.visual.answering import answer_samples
+    from tempcore.visual.scoring import samples_from_annotations, score_predictions
+    from tempcore.world import generate_world
+    from tempcore.world.visual import world_tfr
+
+    manifest = generate_world(tmp_path / "w", n_questions=24, seed=1, duration=(14.0, 16.0))
+    world_tfr(manifest, tmp_path / "tfr", frames_per_option=2)
+    samples = load_benchmark("generic", tmp_path / "tfr" / "annotations.jsonl").samples
+    model = load_model(ModelSpec(backend="zoo", model="zoo-max"))
+    preds, failures = answer_samples(model, samples, manifest.root, method="option_scores", context_k=4)
+    assert not failures and len(preds) == len(samples)
+    visual = next(p for p in preds if not p.sample_id.endswith("-text"))
+    assert len(visual.frames) == 4 + 4 * 2 and visual.option_probs is not None
+    write_table(predictions_table(preds, samples=samples), tmp_path / "p.parquet")
+    from tempcore.tidy import read_predictions
+
+    result = score_predictions(read_predictions(tmp_path / "p.parquet"),
+                               samples_from_annotations(tmp_path / "tfr" / "annotations.jsonl"), n_boot=500)
+    assert {g["options"] for g in result["groups"]} == {"visual", "text"}
+    (gap,) = result["gaps"]
+    assert gap["n_pairs"] == len(samples) // 2 and gap["model"] == "zoo-max"
+    assert gap["gap"] == pytest.approx(gap["visual"] - gap["text"])
+    assert all(1.0 <= g["perplexity"] <= 4.0 for g in result["groups"])
+
+
+def test_cli_build_and_inspect(tfr_input: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from tempcore.cli import main
+
+    out = tmp_path / "cli"
+    assert main(["visual", "build", "tfr", "--annotations", str(tfr_input / "ann.jsonl"), "--video-root",
+                 str(tfr_input), "--out", str(out), "--frames-per-option", "4", "--json"]) == 0
+    build = json.loads(capsys.readouterr().out)
+    assert build["questions"] == 8 and build["rows"] == 16 and (out / "build.json").is_file()
+    assert main(["benchmarks", "inspect", "generic", "--annotations", str(out / "annotations.jsonl"), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["invalid"] == 0 and info["samples"] == 16
+
+
+def test_import_tempcore_does_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys, tempcore, tempcore.visual, tempcore.visual.tfr, tempcore.visual.scoring, "
+            "tempcore.visual.requests, tempcore.cli.visual; print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -23,8 +23,9 @@ Choices, stated once:
   questions that have probabilities (null when none has).
 - **Errors by distractor type**: the share of the wrong answers that picked each option type (from
   the annotations' ``option_types``); parse failures are their own key ``parse_failure``.
-- **Visual vs text gap** per model and task: ``accuracy(visual) - accuracy(text)`` over the pairs of
-  questions (``pair``) both answered, with a paired percentile bootstrap interval (same B and seed).
+- **Visual vs text gap** per model, task and strategy (the visual and the text form of a question
+  differ in the number of images, so their condition keys differ): ``accuracy(visual) -
+  accuracy(text)`` over the pairs of questions (``pair``) both answered, with a paired percentile bootstrap interval (same B and seed).
 """
 
 from __future__ import annotations
@@ -222,8 +223,14 @@ def score_predictions(
             "perplexity": float(np.mean(ppl)) if ppl else None, "perplexity_n": len(ppl),
             "by_question_type": by_type,
         })
-        for r in rows:
-            correct_of.setdefault((model, task, cond), {})[r["sample_id"]] = int(r["correct"])
+        for r in rows:  # pairs are matched by strategy: the visual and text forms differ in k
+            mine = correct_of.setdefault((model, task, str(r.get("strategy") or cond)), {})
+            if r["sample_id"] in mine:
+                raise VisualScoreError(
+                    f"model {model}: sample {r['sample_id']} has several predictions of strategy "
+                    f"{r.get('strategy')!r}; score one condition at a time"
+                )
+            mine[r["sample_id"]] = int(r["correct"])
     gaps = []
     for (model, task, cond), by_id in sorted(correct_of.items()):
         vis, txt = [], []
@@ -236,7 +243,7 @@ def score_predictions(
         if not vis:
             continue
         r = paired_bootstrap(txt, vis, n_boot=n_boot, confidence=confidence, seed=seed)
-        gaps.append({"model": model, "task": task, "condition": cond, "n_pairs": len(vis),
+        gaps.append({"model": model, "task": task, "strategy": cond, "n_pairs": len(vis),
                      "visual": float(np.mean(vis)), "text": float(np.mean(txt)),
                      "gap": _num(r.estimate), "bootstrap": [_num(r.low), _num(r.high)]})
     return {"groups": out, "gaps": gaps, "unmatched": unmatched, "n_boot": n_boot, "seed": seed}
