@@ -319,6 +319,9 @@ def test_score_cmd_sdt(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
     assert s["hit_rate"] == 0.8 and s["false_alarm_rate"] == 0.3
     assert s["d_prime"] == pytest.approx(d_prime(0.8, 0.3)) and s["criterion"] == pytest.approx(criterion(0.8, 0.3))
     assert not math.isnan(g["bootstrap"][0]) and g["bootstrap_unit"] == "video"
+    assert s["false_alarm_by_stimulus"] == {"incomplete_with_implication": 0.3}
+    # misses on complete (2) and false alarms on incomplete (3): errors keyed by stimulus
+    assert g["errors_by_distractor"] == {"complete": 0.4, "incomplete_with_implication": 0.6}
 
 
 def test_world_tfr_and_vfp_end_to_end(tmp_path: Path) -> None:

@@ -22,7 +22,9 @@ Choices, stated once:
   option letters (natural log; 1 = certain, ``n`` = uniform); a group reports the mean over the
   questions that have probabilities (null when none has).
 - **Errors by distractor type**: the share of the wrong answers that picked each option type (from
-  the annotations' ``option_types``); parse failures are their own key ``parse_failure``.
+  the annotations' ``option_types``; for CMD the stimulus of the missed question, so a false alarm
+  on ``incomplete_with_implication`` is told apart from one on ``..._without_implication``); parse
+  failures are their own key ``parse_failure``. CMD groups also report ``false_alarm_by_stimulus``.
 - **Visual vs text gap** per model, task and strategy (the visual and the text form of a question
   differ in the number of images, so their condition keys differ): ``accuracy(visual) -
   accuracy(text)`` over the pairs of questions (``pair``) both answered, with a paired percentile bootstrap interval (same B and seed).
@@ -194,7 +196,12 @@ def score_predictions(
                 continue
             a = r.get("answer")
             types = r["meta"].get("option_types") or []
-            errors.append("parse_failure" if a is None else (types[a] if a < len(types) else f"option_{a}"))
+            if a is None:
+                errors.append("parse_failure")
+            elif task == "cmd":  # the distractor of a yes/no question is its stimulus
+                errors.append(str(r["meta"].get("stimulus")))
+            else:
+                errors.append(types[a] if a < len(types) else f"option_{a}")
         ppl = []
         for r in rows:
             probs = r.get("option_probs")
@@ -209,6 +216,11 @@ def score_predictions(
             sdt = signal_detection(sum(y and s for y, s in zip(yes, signal)), sum(signal),
                                    sum(y and not s for y, s in zip(yes, signal)), len(rows) - sum(signal),
                                    correction)
+            sdt["false_alarm_by_stimulus"] = {
+                st: sum(y for y, r in zip(yes, rows) if r["meta"].get("stimulus") == st)
+                / sum(r["meta"].get("stimulus") == st for r in rows)
+                for st in sorted({r["meta"].get("stimulus") for r in rows} - {"complete", None})
+            }
         by_type: dict[str, Any] = {}
         for qt in sorted({r["meta"].get("question_type") for r in rows} - {None}):
             sub = [int(r["correct"]) for r in rows if r["meta"].get("question_type") == qt]
