@@ -197,8 +197,16 @@ def test_cmd_stimuli_decode_back(tmp_path: Path) -> None:
     probe = np.asarray(Image.open(tmp_path / "out" / rows["v_complete"]["probe_image"]).convert("RGB"))
     assert read_pattern(probe).index == 60
     assert rows["v_complete-text"]["question"].endswith("the cup touches the table?")
-    samples = load_benchmark("generic", tmp_path / "out" / "annotations.jsonl").samples
+    samples = {s.sample_id: s for s in load_benchmark("generic", tmp_path / "out" / "annotations.jsonl").samples}
     assert len(samples) == 8
+    from tempcore.visual.requests import request_for_sample
+
+    req = request_for_sample(samples["v_incomplete_with_implication"], tmp_path / "out", context_k=5)
+    assert len(req.images) == 6 and read_pattern(req.images[-1]).index == 60  # 5 video frames + the probe
+    assert [read_pattern(im).index for im in req.images[:5]] == [with_imp[i] for i in (0, 18, 37, 56, 74)]
+    assert req.options == ("Yes", "No") and "Did this frame appear in the video?" in req.layout[-3] and req.layout[-2] == 5
+    ctrl = request_for_sample(samples["v_incomplete_with_implication-text"], tmp_path / "out", context_k=5)
+    assert len(ctrl.images) == 5 and "the cup touches the table" in ctrl.layout[-1]
 
 
 def test_cmd_refuses_unmatched_durations(tmp_path: Path) -> None:
@@ -461,3 +469,21 @@ def test_import_tempcore_does_not_import_torch() -> None:
             "tempcore.visual.requests, tempcore.cli.visual; print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_vfp_from_frame_folders(tmp_path: Path) -> None:
+    from tempcore.synthvideo import write_frame_folder
+
+    clips = tmp_path / "clips"
+    write_frame_folder(clips / "tower1", 16, size=(32, 32))
+    build = build_vfp(clips, tmp_path / "out", folder_fps=4.0)
+    (row,) = _rows(tmp_path / "out")
+    assert build["questions"] == 1 and row["media"] == "frames" and row["frames_fps"] == 4.0
+    assert row["end"] == pytest.approx(2.0) and row["context"]["times"] == pytest.approx([i / 4 for i in range(8)])
+    from tempcore.visual.requests import request_for_sample
+
+    (sample,) = load_benchmark("generic", tmp_path / "out" / "annotations.jsonl").samples
+    assert sample.media == "frames"
+    req = request_for_sample(sample, clips)
+    opts = sample.metadata["visual_options"]
+    assert [read_pattern(im).index for im in req.images] == [*range(8), *(f for o in opts for f in o["frames"])]

@@ -170,6 +170,11 @@ def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, 
         ts = probe(path, fps=None).timestamps
         pick = [ts[int(i)] for i in np.linspace(0, len(ts) - 1, min(context_k, len(ts))).round()]
         frames, stamps = frames_at(path, pick, size=size)
+        if meta.get("option_modality") == "text":  # the control: the contact described, no probe frame
+            layout_t: list[str | int] = [*range(len(frames)), f"\n{sample.question}\n{YES_NO_ANSWER}"]
+            return InterleavedRequest(images=tuple(frames), prompt=f"{sample.question}\n{YES_NO_ANSWER}",
+                                      options=("Yes", "No"), timestamps=tuple(stamps), key=sample.sample_id,
+                                      layout=tuple(layout_t))
         root = Path(video_root) if video_root is not None else Path(".")
         probe_img = np.asarray(Image.open(root / meta["probe_image"]).convert("RGB"))
         if size is not None:
