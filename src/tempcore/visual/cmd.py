@@ -162,7 +162,7 @@ def build_cmd(
             raise VisualBuildError(f"{where}: {exc}") from exc
         ts = info.timestamps
         fps = info.nominal_fps or (1.0 / float(np.median(np.diff(ts))) if len(ts) > 1 else 1.0)
-        seg = ann["segment"] or (0.0, info.duration + 1.0)
+        seg = ann["segment"] or (0.0, info.duration)
         x0, x1 = ann["excise"]
         u0, u1 = ann["unrelated"]
         shown = [i for i, t in enumerate(ts) if t <= ann["contact"] + 1e-9]
