@@ -167,9 +167,9 @@ class HFVisionLanguageModel(HFAdapterBase):
         return None
 
     def _messages(self, request: ModelRequest) -> list[dict[str, Any]]:
-        content: list[dict[str, Any]] = [{"type": "image"} for _ in request.images]
-        content.append({"type": "text", "text": request.prompt})
-        return [{"role": "user", "content": content}]
+        from tempcore.visual.requests import hf_content  # interleaved layouts (visual answer options)
+
+        return [{"role": "user", "content": hf_content(request)}]
 
     def _system_content(self) -> Any:
         return [{"type": "text", "text": self.spec.system_prompt}]

@@ -653,18 +653,14 @@ class OpenAIChatModel:
         ]
 
     def _build_body(self, request: ModelRequest, method: str) -> bytes:
-        parts: list[dict[str, Any]] = [
-            {
-                "type": "image_url",
-                "image_url": {
-                    "url": to_data_url(
-                        image, fmt=self.image_format, max_side=self.max_image_side, quality=self.jpeg_quality
-                    )
-                },
-            }
-            for image in request.images
-        ]
-        parts.append({"type": "text", "text": request.prompt})
+        from tempcore.visual.requests import openai_parts  # interleaved layouts (visual answer options)
+
+        parts = openai_parts(
+            request,
+            lambda image: to_data_url(
+                image, fmt=self.image_format, max_side=self.max_image_side, quality=self.jpeg_quality
+            ),
+        )
         messages: list[dict[str, Any]] = []
         if self.system_prompt:
             messages.append({"role": "system", "content": self.system_prompt})

@@ -1,0 +1,213 @@
+"""Asking a model a visual-option question: the interleaved prompt (paper 002, App. B).
+
+A :class:`InterleavedRequest` is a :class:`tempcore.models.ModelRequest` with a ``layout``: text pieces
+and image positions in the order the model sees them. Images appear in the layout exactly once, in
+order (0, 1, 2, ...), so an adapter that ignores the layout (the zoo, an older adapter) still sees
+the same images in the same order followed by ``prompt`` (the flat text form). Adapters that
+honour it: the transformers VLM adapter (``hf``; one ``{"type": "image"}`` entry per image of the
+chat template, several per option) and the OpenAI-compatible client (``image_url`` parts), through
+:func:`hf_content` / :func:`openai_parts`.
+
+Forms:
+
+- **Multiple choice** (TFR, VFP)::
+
+      <instruction> Question: <q>  [Context: <context frames>]  Options:
+      "A": <frames of A> "B": <frames of B> ...  <answer instruction>
+
+- **Yes / no** (CMD): ``<video frames> Did this frame appear in the video?: <probe frame> Answer only
+  Yes or No.`` (options ``("Yes", "No")``, so option scoring and the letter extractor both apply).
+
+:func:`option_frames` decodes the frames of each option (PyAV, by presentation time: the frame
+shown at each recorded time), and the returned timestamps are stored with the request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tempcore.models.base import ModelRequest
+from tempcore.records import Sample
+
+INSTRUCTION = ("You are an expert at video understanding. You will be shown a video and a multiple-choice "
+               "question about events in it, whose options are sequences of frames.")
+ANSWER = 'Show your reasoning steps, and then end your response with "The final answer is: <your answer from options {letters}>"'
+SHORT_ANSWER = "Answer with the option's letter from the given choices directly."
+YES_NO = "Did this frame appear in the video?: "
+YES_NO_ANSWER = "Answer only Yes or No."
+
+
+@dataclass(frozen=True)
+class InterleavedRequest(ModelRequest):
+    """A request whose text and images interleave: ``layout`` holds ``str`` pieces and ``int`` image
+    positions (each image exactly once, in order)."""
+
+    layout: tuple[str | int, ...] = ()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        merged: list[str | int] = []
+        for x in self.layout:  # adjacent text pieces become one
+            if isinstance(x, str) and merged and isinstance(merged[-1], str):
+                merged[-1] += x
+            elif x != "":
+                merged.append(x)
+        object.__setattr__(self, "layout", tuple(merged))
+        positions = [x for x in self.layout if not isinstance(x, str)]
+        if positions != list(range(len(self.images))):
+            raise ValueError(
+                f"request {self.key!r}: the layout must name images 0..{len(self.images) - 1} once each, in order"
+            )
+
+
+def hf_content(request: ModelRequest) -> list[dict[str, Any]]:
+    """Chat-template content of a user turn: the layout's pieces, or images then the prompt."""
+    layout = getattr(request, "layout", None)
+    if not layout:
+        return [*({"type": "image"} for _ in request.images), {"type": "text", "text": request.prompt}]
+    return [{"type": "text", "text": x} if isinstance(x, str) else {"type": "image"} for x in layout if x != ""]
+
+
+def openai_parts(request: ModelRequest, image_url: Callable[[np.ndarray], str]) -> list[dict[str, Any]]:
+    """OpenAI chat ``content`` parts of a request (``image_url(image)`` gives a ``data:`` URL)."""
+    layout = getattr(request, "layout", None)
+    if not layout:
+        layout = (*range(len(request.images)), request.prompt)
+    return [
+        {"type": "text", "text": x} if isinstance(x, str) else {"type": "image_url", "image_url": {"url": image_url(request.images[x])}}
+        for x in layout if x != ""
+    ]
+
+
+def multiple_choice_request(
+    question: str,
+    options: Sequence[Sequence[np.ndarray]],
+    *,
+    context: Sequence[np.ndarray] = (),
+    option_timestamps: Sequence[Sequence[float]] | None = None,
+    context_timestamps: Sequence[float] | None = None,
+    reasoning: bool = False,
+    key: str = "",
+    max_new_tokens: int | None = None,
+) -> InterleavedRequest:
+    """``"A": <frames> "B": <frames> ...`` after the question (and the context frames, when given)."""
+    letters = [chr(ord("A") + i) for i in range(len(options))]
+    images: list[np.ndarray] = []
+    layout: list[str | int] = [f"{INSTRUCTION}\n\n"]
+    flat = [INSTRUCTION, ""]
+    if context:
+        layout.append("Video:\n")
+        for im in context:
+            layout.append(len(images))
+            images.append(im)
+        layout.append("\n\n")
+    layout.append(f"Question: {question}\n\nOptions:\n")
+    flat.append(f"Question: {question}\n\nOptions:")
+    for letter, frames in zip(letters, options):
+        layout.append(f'"{letter}": ')
+        first = len(images)
+        for im in frames:
+            layout.append(len(images))
+            images.append(im)
+        layout.append("\n")
+        flat.append(f'"{letter}": <frames {first + 1}-{len(images)}>')
+    tail = ANSWER.format(letters="/".join(letters)) if reasoning else SHORT_ANSWER
+    layout.append(f"\n{tail}")
+    flat.extend(["", tail])
+    stamps = None
+    if option_timestamps is not None:
+        stamps = [*(context_timestamps or [0.0] * len(context)), *(t for ts in option_timestamps for t in ts)]
+    return InterleavedRequest(images=tuple(images), prompt="\n".join(flat), options=tuple(letters),
+                              timestamps=None if stamps is None else tuple(stamps), key=key,
+                              max_new_tokens=max_new_tokens, layout=tuple(layout))
+
+
+def yes_no_request(
+    video_frames: Sequence[np.ndarray],
+    probe_frame: np.ndarray,
+    *,
+    timestamps: Sequence[float] | None = None,
+    key: str = "",
+) -> InterleavedRequest:
+    """``<video frames> Did this frame appear in the video?: <probe> Answer only Yes or No.``"""
+    n = len(video_frames)
+    layout: list[str | int] = [*range(n), f"\n{YES_NO}", n, f"\n{YES_NO_ANSWER}"]
+    stamps = None if timestamps is None else (*timestamps, -1.0)
+    return InterleavedRequest(images=(*video_frames, probe_frame), prompt=f"{YES_NO}<probe frame>\n{YES_NO_ANSWER}",
+                              options=("Yes", "No"), timestamps=stamps, key=key, layout=tuple(layout))
+
+
+def frames_at(path: Path, times: Sequence[float], *, media: str | None = None, size: tuple[int, int] | None = None,
+              folder_fps: float = 3.0) -> tuple[list[np.ndarray], list[float]]:
+    """The frame shown at each time (the last whose presentation time <= t; the first for earlier t)."""
+    from tempcore.video import probe, read_frames
+
+    ts = probe(path, fps=None, media=media, folder_fps=folder_fps).timestamps
+    idx = [max(0, int(np.searchsorted(ts, t + 1e-9, side="right")) - 1) for t in times]
+    batch = read_frames(path, idx, None, media=media, size=size, folder_fps=folder_fps)
+    return list(batch.frames), [float(t) for t in batch.timestamps]
+
+
+def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, context_k: int = 8,
+                       size: tuple[int, int] | None = None, reasoning: bool = False) -> InterleavedRequest:
+    """The request of a built TFR / VFP / CMD sample (visual options or its text control)."""
+    from PIL import Image
+
+    from tempcore.video import resolve_video_path
+
+    meta = sample.metadata
+    path = resolve_video_path(sample.video, video_root)
+    task = meta.get("task")
+    fps = float(meta.get("frames_fps", 3.0))
+    if task == "cmd":
+        from tempcore.video import probe
+
+        ts = probe(path, fps=None).timestamps
+        pick = [ts[int(i)] for i in np.linspace(0, len(ts) - 1, min(context_k, len(ts))).round()]
+        frames, stamps = frames_at(path, pick, size=size)
+        if meta.get("option_modality") == "text":  # the control: the contact described, no probe frame
+            layout_t: list[str | int] = [*range(len(frames)), f"\n{sample.question}\n{YES_NO_ANSWER}"]
+            return InterleavedRequest(images=tuple(frames), prompt=f"{sample.question}\n{YES_NO_ANSWER}",
+                                      options=("Yes", "No"), timestamps=tuple(stamps), key=sample.sample_id,
+                                      layout=tuple(layout_t))
+        root = Path(video_root) if video_root is not None else Path(".")
+        probe_img = np.asarray(Image.open(root / meta["probe_image"]).convert("RGB"))
+        if size is not None:
+            probe_img = np.asarray(Image.fromarray(probe_img).resize(size))
+        return yes_no_request(frames, probe_img, timestamps=stamps, key=sample.sample_id)
+    if task == "vfp":
+        context_times = meta["context"]["times"]
+    else:
+        duration = float(meta.get("video_duration") or 0.0)
+        context_times = [duration * (i + 0.5) / context_k for i in range(context_k)]
+    context, cstamps = frames_at(path, context_times, media=sample.media, size=size, folder_fps=fps)
+    if meta.get("option_modality") == "text":
+        letters = [chr(ord("A") + i) for i in range(len(sample.options))]
+        text = "\n".join(f'"{ltr}": {o}' for ltr, o in zip(letters, sample.options))
+        layout: list[str | int] = [f"{INSTRUCTION}\n\nVideo:\n", *range(len(context)),
+                                   f"\n\nQuestion: {sample.question}\n\nOptions:\n{text}\n\n{SHORT_ANSWER}"]
+        return InterleavedRequest(images=tuple(context), prompt=str(layout[-1]), options=tuple(sample.options),
+                                  timestamps=tuple(cstamps), key=sample.sample_id, layout=tuple(layout))
+    option_images, option_stamps = [], []
+    for opt in meta["visual_options"]:
+        f, s = frames_at(path, opt["times"], media=sample.media, size=size, folder_fps=fps)
+        option_images.append(f)
+        option_stamps.append(s)
+    return multiple_choice_request(sample.question, option_images, context=context, option_timestamps=option_stamps,
+                                   context_timestamps=cstamps, reasoning=reasoning, key=sample.sample_id)
+
+
+__all__ = [
+    "InterleavedRequest",
+    "frames_at",
+    "hf_content",
+    "multiple_choice_request",
+    "openai_parts",
+    "request_for_sample",
+    "yes_no_request",
+]

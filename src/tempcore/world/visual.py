@@ -1,0 +1,56 @@
+"""Visual-option questions (TFR, VFP; :mod:`tempcore.visual`) from the synthetic world.
+
+The world plants events with known times (:mod:`tempcore.world.scene`): a brief object *appears*
+for a window, the circle is *absent* or *recoloured* for one. Each planted window is one labelled
+event of its video (``"the red triangle appears"``, ``"the blue circle leaves"``,
+``"the blue circle turns green"``), so :func:`tempcore.visual.tfr.build_tfr` builds TFR questions
+over the world's real encoded videos; :func:`world_vfp` builds VFP questions from the same videos.
+A world video holds at most two planted events, so every world TFR question has its closest
+distractor on one side only: it falls back to the anchor (the builder's documented no-neighbour case).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tempcore.visual.tfr import Event, VideoEvents, build_tfr
+from tempcore.visual.vfp import build_vfp
+from tempcore.world.generator import VIDEO_DIR, WorldManifest, load_world
+from tempcore.world.scene import Scene
+
+
+def scene_events(scene: Scene) -> list[Event]:
+    """The planted events of a scene as labelled events (seconds, half-open windows)."""
+    out = []
+    for obj in scene.objects:
+        if obj.appear is not None:
+            out.append(Event(f"the {obj.colour} {obj.shape} appears", obj.appear.start, obj.appear.end))
+        if obj.absent is not None:
+            out.append(Event(f"the {obj.colour} {obj.shape} leaves", obj.absent.start, obj.absent.end))
+        if obj.recolour is not None:
+            out.append(Event(f"the {obj.colour} {obj.shape} turns {obj.recolour_to}",
+                             obj.recolour.start, obj.recolour.end))
+    return sorted(out, key=lambda e: (e.start, e.label))
+
+
+def world_events(manifest: WorldManifest) -> list[VideoEvents]:
+    return [VideoEvents(f"{VIDEO_DIR}/{s.video_id}.mp4", tuple(scene_events(s)), s.duration)
+            for s in manifest.scenes]
+
+
+def world_tfr(world: WorldManifest | str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """TFR questions over a written world (its folder is the video root)."""
+    manifest = world if isinstance(world, WorldManifest) else load_world(world)
+    return build_tfr(world_events(manifest), out_dir, video_root=manifest.root,
+                     source=f"tempcore-world seed {manifest.config.seed}", **kwargs)
+
+
+def world_vfp(world: WorldManifest | str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
+    """VFP questions over a written world's videos (video root: ``<world>/videos``)."""
+    manifest = world if isinstance(world, WorldManifest) else load_world(world)
+    return build_vfp(manifest.root / VIDEO_DIR, out_dir, source=f"tempcore-world seed {manifest.config.seed}",
+                     **kwargs)
+
+
+__all__ = ["scene_events", "world_events", "world_tfr", "world_vfp"]
