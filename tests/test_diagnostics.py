@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from tempcore.diagnostics import DiagnosticsError, diagnose, fss_categories, taxonomy, tpi
+from tempcore.diagnostics import DiagnosticsError, TableError, diagnose, fss_categories, taxonomy, tpi
 
 
 def make_table(rows: list[dict]) -> pa.Table:
@@ -293,10 +293,14 @@ def test_left_out_probe_rows_are_not_read_and_a_vlm_without_noframe_rows_is_inco
     with pytest.raises(DiagnosticsError, match="k values"):
         diagnose(make_table(rows), lis_panel="all")
     # A VLM of the FSS panel without any no-frame row: its samples' LIS is incomplete, not a smaller panel.
+    # (A second, complete sample keeps the diagnosis from being all-incomplete, which is an error.)
     rows = rows_for("b", "x", "m0", 1, 0, 0) + [r for r in rows_for("b", "x", "m1", 1, 0, 0)
                                                 if r["strategy"] != "noframe"]
-    s = diagnose(make_table(rows)).samples()[0]
+    rows += rows_for("b", "y", "m0", 1, 0, 0) + rows_for("b", "y", "m1", 1, 0, 0)
+    s = {r["sample_id"]: r for r in diagnose(make_table(rows)).samples()}["x"]
     assert s["fss"] == pytest.approx(1.0) and s["lis"] is None and s["category"] == "incomplete"
+    with pytest.raises(TableError, match="no sample of the 1 is complete"):
+        diagnose(make_table([r for r in rows if r["sample_id"] == "x"]))
 
 
 @pytest.mark.parametrize("seed", range(4))

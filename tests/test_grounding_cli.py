@@ -204,7 +204,7 @@ def test_cli_submission(tmp_path, capsys):
 
 
 def test_cli_queries(charades, capsys):
-    assert main(["grounding", "queries", "--benchmark", "charades_sta", "--annotations", str(charades), "--json"]) == 0
+    assert main(["audit", "queries", "--benchmark", "charades_sta", "--annotations", str(charades), "--json"]) == 0
     p = json.loads(capsys.readouterr().out)
     assert p["benchmark"] == "charades_sta" and p["n_questions"] == 3 and p["unique_stems"] == 3
     assert {"ttr", "mattr", "mattr_per_query", "distinct", "top5_stem_coverage", "wh_entropy",

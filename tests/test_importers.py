@@ -5,7 +5,6 @@ their ``tempcore import`` commands. The real lmms-eval round trip: test_lmms_eva
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -113,6 +112,31 @@ def test_lmms_eval_bad_lines(tmp_path: Path) -> None:
     assert [str(e).split(": ", 1)[0].rsplit(":", 1)[1] for e in errors] == ["3", "4", "5"]
     assert "not an lmms-eval --log_samples line (fields: doc_id)" in str(errors[1])
     assert "already on line 1" in str(errors[2])
+
+
+def test_lmms_eval_hostile_lines_are_named_and_the_rest_imported(tmp_path: Path) -> None:
+    """Issue 13 on the lmms-eval importer: a line nested 100k levels, a non-UTF-8 byte and a lone
+    surrogate are bad lines (named, skipped with ``errors``), never a RecursionError; a U+2028
+    inside a response is text, not a line break, so later line numbers stay right."""
+    first, second, third = _lmms_lines()[:3]
+    second["resps"] = [["B\u2028because the bus is blue"]]
+    second["filtered_resps"] = ["B\u2028because the bus is blue"]
+    raw = b"".join([
+        json.dumps(first).encode() + b"\n",
+        json.dumps(second, ensure_ascii=False).encode() + b"\n",
+        b"[" * 100_000 + b"]" * 100_000 + b"\n",
+        json.dumps(third).encode()[:-1] + b', "x": "\xff"}\n',
+        json.dumps({**third, "input": "\udc00"}).encode() + b"\n",
+    ])
+    path = tmp_path / "samples_videomme.jsonl"
+    path.write_bytes(raw)
+    errors: list[ImportFormatError] = []
+    result = import_lmms_eval(path, errors=errors, model="m", k=8, id_field="question_id", benchmark="videomme")
+    assert [p.sample_id for p in result.predictions] == ["001-1", "001-2"]
+    assert result.predictions[1].response.startswith("B\u2028because")
+    where = [str(e).split(": ", 1)[0].rsplit(":", 1)[1] for e in errors]
+    assert where == ["3", "4", "5"]
+    assert "deeper than" in str(errors[0]) and "not UTF-8" in str(errors[1]) and "surrogate" in str(errors[2])
 
 
 # --- lmms-eval 0.7 layout (no doc, filtered_resps a string, metric dicts) -------------------------
@@ -240,8 +264,7 @@ def test_cli_import_lmms_eval_and_table(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["import", "table", str(table), "--store", str(tmp_path / "other.sqlite")]) == 0
     assert "5 predictions read, 5 stored" in capsys.readouterr().out.splitlines()[-1]
     with RunStore(run_dir / "store.sqlite") as a, RunStore(tmp_path / "other.sqlite") as b:
-        # (the tidy table import does not read the `target` column back yet: compared without it)
-        assert [replace(x, target=None) for x in a.predictions()] == list(b.predictions())
+        assert list(a.predictions()) == list(b.predictions())  # every column, target included
         assert [x.target for x in a.predictions()] == [1, 2, 0, 2, 3]
     # a bad line aborts the import unless --skip-bad; without --id-field the error lists the fields
     bad = _write_jsonl(tmp_path / "samples_x.jsonl", [*_lmms_lines()[:1], "{oops"])

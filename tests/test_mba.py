@@ -359,7 +359,10 @@ def test_report_section_shows_ba_mba_and_gap():
     assert (a["mba"], a["ba"]) == (0.75, 11 / 12) and a["gap"] == pytest.approx(11 / 12 - 0.75)
     assert "Multiple binary accuracy" in render_markdown(report)
     # a table without question groups gets no such section
-    plain = table([(f"q{i}", "a", "noframe", 1) for i in range(3)])
+    rows = [(f"q{i}", "a", s, 1) for i in range(3) for s in ("maxprob", "minprob", "noframe")]
+    plain = table(rows)
+    plain = plain.set_column(plain.column_names.index("mode"), "mode",
+                             pa.array(["none" if r[2] == "noframe" else "qa" for r in rows]))
     assert all(s.key != "mba" for s in build_report(plain, n_boot=10, thumbnails=False).sections)
 
 

@@ -21,7 +21,6 @@ Example (the paper's default audit: K=32 frames, 10 FPS, SigLIP2, QA-mode FSS)::
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import os
 import re
 from collections.abc import Mapping
@@ -31,6 +30,7 @@ from typing import Any
 
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition
+from tempcore.registry import did_you_mean
 
 DEFAULT_ENCODER = "google/siglip2-so400m-patch14-384"
 
@@ -250,8 +250,7 @@ def check_config(cfg: RunConfig) -> list[Any]:
             names.append(c.variant.split(":")[0])
         for name in names:
             if name not in STRATEGIES:
-                close = difflib.get_close_matches(name.lower(), sorted(STRATEGIES), n=2, cutoff=0.6)
-                hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+                hint = did_you_mean(name.lower(), sorted(STRATEGIES), n=2)
                 problems.append(f"conditions[{i}]: unknown strategy {name!r}{hint} (known: {', '.join(sorted(STRATEGIES))})")
     templates = []
     if cfg.prompt is not None:
@@ -267,8 +266,7 @@ def check_config(cfg: RunConfig) -> list[Any]:
             continue
         label = f"models[{i}] ({spec.display_name})"
         if spec.backend not in BACKENDS:
-            close = difflib.get_close_matches(spec.backend, sorted(BACKENDS), n=2, cutoff=0.5)
-            hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
+            hint = did_you_mean(spec.backend, sorted(BACKENDS), n=2, cutoff=0.5)
             problems.append(f"{label}: unknown backend {spec.backend!r}{hint} (known: {', '.join(sorted(BACKENDS))})")
         if method not in METHODS:
             problems.append(f"{label}: unknown answer method {method!r} (known: {', '.join(METHODS)})")

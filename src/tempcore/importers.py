@@ -32,6 +32,7 @@ from typing import Any
 
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS, Condition, Prediction, Sample
+from tempcore.safejson import decode_line, loads, text_problem
 
 
 class ImportFormatError(TempcoreError):
@@ -72,23 +73,30 @@ def _condition(path: Path, strategy: str, mode: str, k: int, fps: float, seed: i
         raise ImportFormatError(f"{path}: {exc}") from exc
 
 
-def _json_lines(path: Path, error: type[ImportFormatError]) -> Iterator[tuple[int, Any]]:
-    """(line number, text) of each non-empty line."""
+def _json_lines(path: Path, error: type[ImportFormatError]) -> Iterator[tuple[int, bytes]]:
+    """(line number, raw line) of each non-empty line, split on ``\n`` only (a U+2028 inside a
+    string stays text; the bytes are decoded per line, so one bad byte costs only its line)."""
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")
     except OSError as exc:
         raise error(f"{path}: cannot read: {exc}") from exc
     with fh:
         for n, line in enumerate(fh, start=1):
             if line.strip():
-                yield n, line
+                yield n, line.rstrip(b"\r\n")
 
 
-def _parse_line(line: str) -> dict[str, Any]:
+def _parse_line(line: bytes) -> dict[str, Any]:
+    """One JSON object per line; nesting deeper than :data:`tempcore.safejson.MAX_DEPTH` is refused
+    before parsing, and invalid UTF-8 or lone surrogates are errors naming the column / field."""
+    text = decode_line(line)
     try:
-        record = json.loads(line)
+        record = loads(text)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON: {exc}") from exc
+    problem = text_problem(record)
+    if problem is not None:
+        raise ValueError(problem)
     if not isinstance(record, dict):
         raise ValueError("not a JSON object")
     return record

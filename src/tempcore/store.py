@@ -68,7 +68,7 @@ from tempcore._version import __version__
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
 from tempcore.redaction import REDACTED as REDACTED
-from tempcore.redaction import is_secret_key, redact_secrets
+from tempcore.redaction import is_secret_key, redact_secrets, redact_text
 from tempcore.schema import KEY_COLUMNS, STORE_COLUMNS, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
@@ -476,7 +476,8 @@ class RunStore:
         for f in failures:
             if not isinstance(f, Failure):
                 raise StoreError(f"{self.path}: put_failures() takes Failures, got {type(f).__name__}")
-            rows.append((f.benchmark, f.sample_id, f.model, f.condition, f.error, int(f.attempts)))
+            # any backend's error text (a server may echo its request) is redacted before it is kept
+            rows.append((f.benchmark, f.sample_id, f.model, f.condition, redact_text(f.error), int(f.attempts)))
         if not rows:
             return 0
         now = _now()

@@ -533,30 +533,21 @@ def _normalise_strategies(col: Any, source: str) -> Any:
     registered one is kept as given: a strategy of a toolkit that is not tempcore's (e.g. a model that
     samples its own frames), which only the analyses that do not need a known strategy use.
     """
-    import difflib
 
     import pyarrow as pa
 
-    known, _score_based = _known_strategies()
+    from tempcore.selection import SelectionError
+    from tempcore.selection.registry import canonical_strategy
+
     values = col.to_pylist()
     mapping: dict[str, str] = {}
     for i, name in enumerate(values, start=1):
         if name in mapping:
             continue
-        if name in known:
-            mapping[name] = name
-            continue
-        lowered = name.strip().lower()
-        if lowered in known:
-            mapping[name] = lowered
-            continue
-        close = difflib.get_close_matches(lowered, sorted(known), n=2, cutoff=0.75)
-        if close:
-            raise PredictionsTableError(
-                f"{source}: row {i}: unknown strategy {name!r}; did you mean {' or '.join(map(repr, close))}? "
-                f"(known: {', '.join(sorted(known))})"
-            )
-        mapping[name] = name
+        try:
+            mapping[name] = canonical_strategy(name)
+        except SelectionError as exc:
+            raise PredictionsTableError(f"{source}: row {i}: {exc}") from exc
     if all(k == v for k, v in mapping.items()):
         return col
     return pa.chunked_array([pa.array([mapping[v] for v in values], type=pa.string())])
@@ -647,9 +638,11 @@ def _answer_of(value: Any, where: str) -> int | None:
 def _json_list(value: Any, where: str, name: str) -> list[Any] | None:
     if value is None or value == "":
         return None
+    from tempcore.safejson import loads
+
     try:
-        parsed = json.loads(value) if isinstance(value, str) else value
-    except json.JSONDecodeError as exc:
+        parsed = loads(value) if isinstance(value, str) else value
+    except ValueError as exc:  # JSONDecodeError, or nesting deeper than safejson.MAX_DEPTH
         raise PredictionsTableError(f"{where}: {name} is not a JSON list: {exc}") from exc
     if not isinstance(parsed, list):
         raise PredictionsTableError(f"{where}: {name} is not a JSON list")

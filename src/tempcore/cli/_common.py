@@ -234,14 +234,13 @@ def load_annotations(name: str, path: Path, *, video_root: Path | str | None = N
     if name in registered:
         result = load_benchmark(name, path, video_root=video_root, skip_invalid=skip_invalid, **opts)
     else:
-        import difflib
+        from tempcore.registry import did_you_mean
 
         opts.setdefault("benchmark_name", name)
         try:
             result = load_benchmark("generic", path, video_root=video_root, skip_invalid=skip_invalid, **opts)
         except TempcoreError as exc:
-            close = difflib.get_close_matches(name, registered, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint = did_you_mean(name, registered, n=1)
             raise BenchmarkArgumentError(
                 f"{exc} ({name!r} is not a registered benchmark format, so its annotations were read as the "
                 f"generic format{hint})"

@@ -97,12 +97,19 @@ def register_priors(sub: argparse._SubParsersAction) -> None:
     add_priors_parser(sub)
 
 
+def register_queries(sub: argparse._SubParsersAction) -> None:
+    from tempcore.cli.grounding import add_queries_parser
+
+    add_queries_parser(sub)
+
+
 #: the audits, each ``register_<name>(subparsers)``
-AUDITS = {"options": register_options, "ablations": register_ablations, "priors": register_priors}
+AUDITS = {"options": register_options, "ablations": register_ablations, "priors": register_priors,
+          "queries": register_queries}
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("audit", help="audits of a benchmark and its predictions (options, ablations, priors)",
+    p = sub.add_parser("audit", help="audits of a benchmark and its predictions (options, ablations, priors, queries)",
                        description="Audits of a benchmark's design.")
     audits = p.add_subparsers(dest="audit", metavar="AUDIT")
     for add in AUDITS.values():

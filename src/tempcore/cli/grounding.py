@@ -1,5 +1,5 @@
 """``tempcore grounding``: mIoU, R@tau, parse failures, R1 / mAP of grounding predictions;
-``tempcore grounding queries``: the query profile of a benchmark (until ``tempcore audit queries``)."""
+``tempcore audit queries`` (:func:`add_queries_parser`): the query profile of a benchmark."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "grounding",
-        help="temporal-grounding scores: mIoU, R@tau, parse failures, R1 / mAP; 'queries': query profile",
+        help="temporal-grounding scores: mIoU, R@tau, parse failures, R1 / mAP",
         description="Score grounding predictions. FILE is a tidy predictions table with pred_start / pred_end "
         "(seconds; null = parse failure, IoU 0) or an iou column, or a moment-retrieval submission JSONL "
         "(qid, pred_relevant_windows: [[start, end, score], ...]) scored as QVHighlights' evaluation does "
@@ -42,20 +42,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
     p.add_argument("--json", action="store_true", help='print one JSON object {"groups": [...]}')
     p.set_defaults(func=run)
-    qsub = p.add_subparsers(dest="grounding_command", metavar="SUBCOMMAND")
-    q = qsub.add_parser(
-        "queries",
-        help="query profile of a benchmark (length, TTR, MATTR, distinct-n, stems, WH entropy, descriptors)",
-        description="Query profile of any benchmark's questions (tempcore.grounding.queries documents every "
-        "definition). Will move to 'tempcore audit queries'.",
-    )
-    q.add_argument("--benchmark", required=True, metavar="NAME")
-    q.add_argument("--annotations", required=True, type=Path, metavar="PATH")
-    q.add_argument("--window", type=int, default=50, help="MATTR window (default 50)")
-    q.add_argument("--skip-invalid", action="store_true")
-    q.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
-    q.add_argument("--json", action="store_true")
-    q.set_defaults(func=run_queries)
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -81,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     if args.predictions is None:
-        raise GroundingInputError("give --predictions FILE (or the 'queries' subcommand)")
+        raise GroundingInputError("give --predictions FILE (the query profile is 'tempcore audit queries')")
     if args.annotations is not None and args.benchmark is None:
         raise GroundingInputError("--annotations needs --benchmark NAME (the loader that reads them)")
     samples = None
@@ -128,6 +114,23 @@ def run(args: argparse.Namespace) -> int:
                   f"search / localize at {s['offset_s']:g} s: centre-to-centre {s['centre']['search']} / "
                   f"{s['centre']['localize']}, nearest-edge {s['edge']['search']} / {s['edge']['localize']}")
     return 0
+
+
+def add_queries_parser(sub: argparse._SubParsersAction) -> None:
+    """``tempcore audit queries``: the query profile of any benchmark (grounding or QA)."""
+    q = sub.add_parser(
+        "queries",
+        help="query profile of a benchmark (length, TTR, MATTR, distinct-n, stems, WH entropy, descriptors)",
+        description="Query profile of any benchmark's questions (tempcore.grounding.queries documents every "
+        "definition).",
+    )
+    q.add_argument("--benchmark", required=True, metavar="NAME")
+    q.add_argument("--annotations", required=True, type=Path, metavar="PATH")
+    q.add_argument("--window", type=int, default=50, help="MATTR window (default 50)")
+    q.add_argument("--skip-invalid", action="store_true")
+    q.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
+    q.add_argument("--json", action="store_true")
+    q.set_defaults(func=run_queries)
 
 
 def run_queries(args: argparse.Namespace) -> int:

@@ -8,10 +8,11 @@ vectorised (pyarrow compute + numpy) so millions of rows take seconds.
 This is also the one place where a table is checked against what a score asks of it, for
 ``diagnose``, ``accuracy``, ``report`` and ``export tempcore`` alike (the CLI adds nothing):
 
-* :func:`prepare_table` canonicalises strategy names: a value equal to a known strategy up to case
-  (``MaxProb``) becomes the registered name (``maxprob``); a value that is not a known strategy but
-  close to one (difflib ratio >= 0.85, e.g. ``maxprb``) is an error that suggests it; any other
-  value (a custom condition of a table made elsewhere) is kept as it is.
+* :func:`prepare_table` canonicalises strategy names with
+  :func:`tempcore.selection.registry.canonical_strategy` (the rule the table importer uses too): a
+  value equal to a known strategy up to case (``MaxProb``) becomes the registered name
+  (``maxprob``); a near miss (``maxprb``) is an error that suggests it; any other value (a custom
+  condition of a table made elsewhere) is kept as it is.
 * :func:`explain_empty` says why a condition's filters selected no row, naming what the table
   holds ("maxprob (qa-mode): the table has k 8; --k asked for 32"); :class:`TableError` carries it.
 * :func:`check_scoring` rejects ``circular`` on rows without several option rotations and
@@ -49,15 +50,7 @@ class TableError(DiagnosticsError):
 #: The command-line flag that sets each filter, for messages (the Python API takes the same names).
 FLAGS = {"k": "--k", "encoder": "--encoder", "mode": "--fss-mode", "models": "--models", "fps": "--fps",
          "seed": "--seed", "variant": "--variant"}
-_SUGGEST_CUTOFF = 0.85
 FINGERPRINT_COLUMN = "model_fingerprint"
-
-
-def known_strategies() -> list[str]:
-    """The registered strategy names (from :mod:`tempcore.selection`, imported lazily)."""
-    from tempcore.selection.registry import STRATEGIES
-
-    return sorted(STRATEGIES)
 
 
 def _distinct(column: Any) -> list[Any]:
@@ -80,30 +73,24 @@ def _listing(values: Sequence[Any], limit: int = 8) -> str:
 def prepare_table(table: Any) -> Any:
     """The table with strategy names canonicalised (see the module doc); raises TableError on a
     near-miss such as ``maxprb``. Returns the table unchanged when every name is canonical."""
-    import difflib
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if "strategy" not in table.column_names:
         return table
-    known = known_strategies()
-    lower = {name.lower(): name for name in known}
-    values = _distinct(table.column("strategy"))
+    from tempcore.selection import SelectionError
+    from tempcore.selection.registry import canonical_strategy
+
     mapping: dict[str, str] = {}
-    for value in values:
+    for value in _distinct(table.column("strategy")):
         text = str(value)
-        if text in known:
-            continue
-        if text.lower() in lower:
-            mapping[text] = lower[text.lower()]
-            continue
-        close = difflib.get_close_matches(text.lower(), known, n=1, cutoff=_SUGGEST_CUTOFF)
-        if close:
-            raise TableError(
-                f"unknown strategy {text!r} in the predictions' strategy column; did you mean {close[0]!r}? "
-                f"(known strategies: {', '.join(known)}; names are matched ignoring case)"
-            )
+        try:
+            name = canonical_strategy(text)
+        except SelectionError as exc:
+            raise TableError(f"the predictions' strategy column: {exc}") from exc
+        if name != text:
+            mapping[text] = name
     if not mapping:
         return table
     col = table.column("strategy")

@@ -52,6 +52,32 @@ for _name, _fn in (
 ):
     STRATEGIES.register(_name, _fn)
 
+TYPO_CUTOFF = 0.75
+"""How close (:func:`difflib.get_close_matches` ratio) an unregistered strategy name must be to a
+registered one to be taken for a typo of it rather than another toolkit's strategy."""
+
+
+def canonical_strategy(name: str) -> str:
+    """The registered spelling of a strategy name read from a table made elsewhere.
+
+    Matched ignoring case and surrounding blanks (``MaxProb`` -> ``maxprob``). A name that is not
+    registered but close to a registered one (``maxprb``) raises :class:`SelectionError` with the
+    suggestion: a typo that would otherwise make a group of its own. A name far from every
+    registered one is returned as given: a strategy of another toolkit (a model that samples its own
+    frames), which only the analyses that need no known strategy use.
+    """
+    if name in STRATEGIES:
+        return name
+    lowered = name.strip().lower()
+    if lowered in STRATEGIES:
+        return lowered
+    known = sorted(STRATEGIES)
+    hint = did_you_mean(lowered, known, n=2, cutoff=TYPO_CUTOFF)
+    if hint:
+        raise SelectionError(f"unknown strategy {name!r}{hint} (known: {', '.join(known)}; names are matched ignoring case)")
+    return name
+
+
 SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
 """The built-in strategies that rank frames by score (they need ``scores``; the others ignore them)."""
 
