@@ -203,6 +203,26 @@ def test_lmms_eval_log_of_a_tempcore_task_needs_no_flags(tmp_path: Path) -> None
         import_lmms_eval(path, model="m", k=8, samples=changed)
 
 
+def test_cli_import_of_a_tempcore_log_needs_no_flags(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`tempcore import lmms-eval FILE --store S`: ids, benchmark and options from the metric items,
+    the model from the run's {date}_results.json, K unknown (lmms-eval does not log it)."""
+    opts = ["red", "blue", "green"]
+    lines = [_v07_line(i, r, "ABC"[a], tempcore_accuracy=_tempcore_item(f"s{i}", opts, a, r))
+             for i, (r, a) in enumerate([("**B**", 1), ("green", 2)])]
+    log = _write_jsonl(tmp_path / "20261201_101010_samples_tempcore_world.jsonl", lines)
+    store = tmp_path / "run"
+    assert main(["import", "lmms-eval", str(log), "--store", str(store)]) == 1  # no results file: says so
+    assert "no --model given and no {date}_results.json" in capsys.readouterr().err
+    (tmp_path / "20261201_101010_results.json").write_text(json.dumps({"model_name": "", "model_source": "dummy",
+                                                                       "config": {"model": "dummy"}}))
+    assert main(["import", "lmms-eval", str(log), "--store", str(store)]) == 0
+    assert "2 predictions of world read" in capsys.readouterr().out
+    with RunStore.open(store, create=False) as s:
+        preds = list(s.predictions())
+    assert {p.model for p in preds} == {"dummy"} and [p.correct for p in preds] == [1, 1]
+    assert all(Condition.from_key(p.condition).k is None for p in preds)
+
+
 # --- response files ------------------------------------------------------------------------------
 
 

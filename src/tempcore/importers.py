@@ -66,7 +66,7 @@ class ImportResult:
         return sum(p.answer is None for p in self.predictions)
 
 
-def _condition(path: Path, strategy: str, mode: str, k: int, fps: float, seed: int, variant: str | None) -> str:
+def _condition(path: Path, strategy: str, mode: str, k: int | None, fps: float, seed: int, variant: str | None) -> str:
     try:
         return Condition(strategy=strategy, mode=mode, k=k, fps=fps, seed=seed, variant=variant).key
     except (TypeError, ValueError) as exc:
@@ -143,6 +143,29 @@ def lmms_eval_task_name(path: str | os.PathLike[str]) -> str | None:
     """The task name in an lmms-eval samples file name (``..._samples_<task>[_<date>].jsonl``)."""
     m = _SAMPLES_NAME.search(Path(path).stem)
     return m.group("task") if m else None
+
+
+def lmms_eval_model_name(path: str | os.PathLike[str]) -> str | None:
+    """The model of an lmms-eval samples file, from the run's ``{date}_results.json`` beside it.
+
+    lmms-eval 0.7 writes ``{date}_samples_{task}.jsonl`` and ``{date}_results.json`` into one
+    folder; the results carry ``model_name`` (the ``pretrained=`` / ``model=`` ... value of
+    ``--model_args``) and ``model_source`` (the ``--model`` class). The name is ``model_name``,
+    else ``model_source``; None when no results file of the same run is there or it names neither.
+    """
+    p = Path(path)
+    date_id = p.stem.split("_samples_", 1)[0] if "_samples_" in p.stem else None
+    candidates = [p.with_name(f"{date_id}_results.json")] if date_id else []
+    for results in candidates:
+        try:
+            data = loads(results.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict):
+            for key in ("model_name", "model_source"):
+                if isinstance(data.get(key), str) and data[key].strip():
+                    return data[key].strip()
+    return None
 
 
 def _first_text(value: Any) -> str | None:
@@ -241,7 +264,7 @@ def import_lmms_eval(
     path: str | os.PathLike[str],
     *,
     model: str,
-    k: int,
+    k: int | None,
     strategy: str = "uniform",
     benchmark: str | None = None,
     mode: str = "none",
@@ -384,7 +407,7 @@ def import_responses(
     samples: Iterable[Sample],
     *,
     model: str,
-    k: int,
+    k: int | None,
     strategy: str = "uniform",
     mode: str = "none",
     fps: float = 10.0,

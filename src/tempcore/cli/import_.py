@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     lm = sub.add_parser("lmms-eval", help="an lmms-eval --log_samples JSONL file (0.7 and pre-0.4 layouts)")
     lm.add_argument("file", help="<date>_samples_<task>.jsonl written by lmms-eval --log_samples")
-    _common_arguments(lm)
+    _common_arguments(lm, model_help="model name to record (default: the model_name / model_source of the "
+                      "run's {date}_results.json beside the samples file)")
     lm.add_argument("--benchmark", default=None,
                     help="benchmark name (read from the log for a tempcore-exported task; else required)")
     lm.add_argument("--id-field", default=None,
@@ -93,11 +94,12 @@ def _open_store(where: str) -> RunStore:
     return RunStore.open(where)
 
 
-def _common_arguments(p: argparse.ArgumentParser) -> None:
+def _common_arguments(p: argparse.ArgumentParser, *, model_help: str = "model name to record") -> None:
     """--store, --model and the condition the external run used (it is not in the files)."""
     p.add_argument("--store", required=True, help="run store: a .sqlite file or a run directory")
-    p.add_argument("--model", required=True, help="model name to record")
-    p.add_argument("--k", type=int, required=True, help="number of frames the model was shown")
+    p.add_argument("--model", required=model_help == "model name to record", help=model_help)
+    p.add_argument("--k", type=int, default=None,
+                   help="number of frames the model was shown (default: unknown, recorded as k=unknown)")
     p.add_argument("--strategy", default="uniform", help="frame strategy the external run used (default: uniform)")
     p.add_argument("--mode", default="none", choices=("q", "qa", "none"))
     p.add_argument("--fps", type=float, default=10.0)
@@ -154,13 +156,18 @@ def _store_import(args: argparse.Namespace, result: Any, errors: list | None, ex
 
 
 def import_lmms_eval_command(args: argparse.Namespace) -> int:
-    from tempcore.importers import ImportFormatError, import_lmms_eval
+    from tempcore.importers import ImportFormatError, import_lmms_eval, lmms_eval_model_name
 
     samples = None
     benchmark = args.benchmark
     if args.annotations:
         benchmark, samples = _samples(args.annotations, args.benchmark)
     errors: list[ImportFormatError] | None = [] if args.skip_bad else None
+    if args.model is None:
+        args.model = lmms_eval_model_name(args.file)
+        if args.model is None:
+            raise ImportFormatError(f"{args.file}: no --model given and no {{date}}_results.json of the same run "
+                                    "beside it naming the model (model_name / model_source)")
     result = import_lmms_eval(
         args.file, model=args.model, k=args.k, strategy=args.strategy, benchmark=benchmark, mode=args.mode,
         fps=args.fps, seed=args.seed, variant=args.variant, id_field=args.id_field, n_options=args.n_options,
