@@ -621,8 +621,10 @@ def run(
 
     if cfg.needs_encoder and encoder is None:
         from tempcore.encoders import load_encoder
+        from tempcore.encoders.hf import progress_bars
 
-        encoder = load_encoder(cfg.encoder, **cfg.encoder_options)
+        with progress_bars(progress):  # --no-progress also hides transformers' "Loading weights"
+            encoder = load_encoder(cfg.encoder, **cfg.encoder_options)
     # The cache holds the embeddings and memoises the videos' content hashes (sample fingerprints).
     cache = EmbeddingCache(cfg.cache or default_cache_dir())
 
@@ -672,7 +674,7 @@ def run(
                 continue
             log(f"model {spec.display_name}: {len(todo)} to answer ({summary.stored_before} stored"
                 + (f", {len(again)} to replace" if again else "") + ")")
-            model = factory(spec)
+            model = _load_quietly(factory, spec, progress)
             try:
                 template = cfg.prompt or spec.prompt_template
                 answer_items(model, todo, store, run_id, video_root_of=video_root_of, method=method,
@@ -900,6 +902,16 @@ def _without_url_credentials(model: dict[str, Any]) -> dict[str, Any]:
     env = model.get("api_key_env")
     key = os.environ.get(str(env)) if env else None
     return redact_secrets(dict(model), [key])
+
+
+def _load_quietly(factory: Callable[[Any], Any], spec: Any, progress: bool) -> Any:
+    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too."""
+    if progress:
+        return factory(spec)
+    from tempcore.encoders.hf import progress_bars
+
+    with progress_bars(False):
+        return factory(spec)
 
 
 def _default_factory(spec: Any) -> Any:
