@@ -386,3 +386,25 @@ def test_sorted_and_shuffled_large_tables_agree():
         groups[s.split("#b")[0]].append(c)
     assert a.overall[0]["correct_groups"] == sum(all(v) for v in groups.values())
     assert a.overall[0]["n_groups"] == n_groups
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binary_id_split_equals_the_regex(seed):
+    """The buffer-level split of ``{group}#b{i}`` ids equals the regex it replaces, on ids made of
+    the suffix's own characters (and a multi-byte one), sliced arrays and large strings."""
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.mba import BINARY_SUFFIX, _split_binary_ids
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab#0123456789é")
+    for _ in range(400):
+        ids = pa.array(["".join(rng.choice(alphabet, rng.integers(0, 8))) for _ in range(rng.integers(2, 9))])
+        if rng.random() < 0.3:
+            ids = ids.slice(1)
+        if rng.random() < 0.3:
+            ids = ids.cast(pa.large_string())
+        has, stripped = _split_binary_ids(ids)
+        assert has.tolist() == pc.match_substring_regex(ids, BINARY_SUFFIX).to_pylist()
+        assert stripped.to_pylist() == pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="").to_pylist()
+    assert _split_binary_ids(pa.array(["a#b1", None])) is None  # nulls: the regex path
