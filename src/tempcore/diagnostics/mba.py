@@ -194,14 +194,18 @@ def _constant(col: Any) -> Any:
     if not chunks:
         return None
     if pa.types.is_dictionary(col.type):
+        chunks = [c for c in chunks if len(c)]
+        if not chunks:
+            return None
         first = chunks[0].dictionary.take(pa.array([chunks[0].indices[0].as_py()]))
+        value = first[0].as_py()
         for c in chunks:
-            if len(c.dictionary) == 1:
-                if not pc.equal(c.dictionary, first[0]).to_numpy(zero_copy_only=False).all():
+            if len(c.dictionary) == 1:  # the usual Parquet case: a one-entry dictionary per chunk
+                if c.dictionary[0].as_py() != value:
                     return None
                 continue
             idx = pc.min_max(c.indices).as_py()
-            if idx["min"] != idx["max"] or not pc.equal(c.dictionary[idx["min"]], first[0]).as_py():
+            if idx["min"] != idx["max"] or c.dictionary[idx["min"]].as_py() != value:
                 return None
         return first
     if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
