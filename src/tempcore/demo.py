@@ -12,7 +12,7 @@
    ``circular`` scoring, and compare the recovered categories with the planted ones;
 4. export the TempCore subset and write the HTML report;
 5. answer the world binarised (``binary: true``: each question with n options becomes n-1 binary
-   questions {correct, negative}) under ``uniform`` only, in a run of its own (``binary-run``; the
+   questions {correct, negative}) under ``uniform`` only, for its first 48 questions, in a run of its own (``binary-run``; the
    frame embeddings come from the same cache), and score BA / MBA / chance MBA per zoo model beside
    its multiple-choice accuracy under ``uniform`` (:func:`demo_mba`).
 """
@@ -113,6 +113,7 @@ def run_demo(
 
 
 MBA_CONDITION = "uniform"  # the binarised world is answered under this condition only (cheap: no scores)
+MBA_QUESTIONS = 48  # ... and over its first questions only: each binary question decodes its frames anew
 
 
 def demo_mba(
@@ -121,10 +122,11 @@ def demo_mba(
     """BA / MBA / chance MBA of each model on the binarised world, beside its multiple-choice accuracy.
 
     ``cfg``: the demo's run configuration; ``table``: its predictions (the multiple-choice accuracy
-    is the hard accuracy of the un-rotated ``uniform`` rows). The binarised world is run with the
-    same benchmark entry plus ``binary: true`` and :data:`MBA_CONDITION` alone, into
-    ``out / "binary-run"``. One row per model: ``model``, ``accuracy``, ``n_questions``, ``ba``,
+    is the hard accuracy of the un-rotated ``uniform`` rows of the same questions). The binarised
+    world is run with the same benchmark entry plus ``binary: true``, its first :data:`MBA_QUESTIONS`
+    questions (``limit``) and :data:`MBA_CONDITION` alone, into ``out / "binary-run"``. One row per model: ``model``, ``accuracy``, ``n_questions``, ``ba``,
     ``n_binary``, ``mba``, ``n_groups``, ``chance_mba``, ``incomplete_groups`` (fractions)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     from tempcore.config import RunConfig
@@ -135,14 +137,17 @@ def demo_mba(
     raw = dict(cfg.to_dict())
     raw.pop("source", None)
     raw["out"] = str(out / "binary-run")
-    raw["benchmarks"] = [{**dict(b), "binary": True} for b in raw["benchmarks"]]
+    raw["benchmarks"] = [{**dict(b), "binary": True, "limit": MBA_QUESTIONS} for b in raw["benchmarks"]]
     raw["conditions"] = [{"strategy": MBA_CONDITION}]
     bcfg = RunConfig.from_dict(raw, source="tempcore demo (binary)")
     log(f"binarised world: {MBA_CONDITION} only, into {out / 'binary-run'}")
     summary = run(bcfg, progress=progress, log=log, recompute=True)
     binary = read_predictions(summary.predictions_file)
     mba = {r["model"]: r for r in mba_table(binary).overall if r["strategy"] == MBA_CONDITION}
+    # the multiple-choice accuracy over the same questions (the originals of the binary groups)
+    originals = sorted({i.rsplit("#b", 1)[0] for i in pc.unique(binary.column("sample_id")).to_pylist()})
     mc = table.filter(pc.and_(pc.equal(table.column("strategy"), MBA_CONDITION), pc.is_null(table.column("window"))))
+    mc = mc.filter(pc.is_in(mc.column("sample_id"), value_set=pa.array(originals, type=pa.string())))
     if "rotation" in mc.column_names:
         mc = mc.filter(pc.fill_null(pc.equal(mc.column("rotation"), 0), True))
     rows = []
@@ -166,7 +171,9 @@ def format_mba(rows: list[dict[str, Any]]) -> str:
 
     body = [[cell(r[c]) for c in cols] for r in rows]
     widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(cols)]
-    lines = [f"binary questions ({MBA_CONDITION}): multiple-choice accuracy beside BA / MBA / chance MBA, percent",
+    n = rows[0]["n_groups"] if rows else 0
+    lines = [f"binary questions ({MBA_CONDITION}, {n} questions): multiple-choice accuracy beside BA / MBA / "
+             "chance MBA, percent",
              "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
     lines += ["  ".join(x.ljust(w) for x, w in zip(b, widths)).rstrip() for b in body]
     return "\n".join(lines)
