@@ -16,7 +16,7 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--questions", "28", "--no-progress", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert set(result) == {"scoring", "report", "subset"}
+    assert set(result) == {"scoring", "mba", "report", "subset"}
     assert set(result["scoring"]) == {"soft", "hard", "circular"}
     for scoring, rec in result["scoring"].items():
         confusion = rec["confusion"]
@@ -33,6 +33,24 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     soft = result["scoring"]["soft"]
     assert soft["temporally_sensitive"]["recall"] >= 0.6 and soft["temporally_sensitive"]["precision"] >= 0.6
     assert soft["trivial"]["recall"] >= 0.6 and soft["trivial"]["precision"] >= 0.6
+
+    # MBA beside accuracy: the binarised world (uniform), one row per zoo model; a group is solved
+    # only when all of its binary questions are, so MBA <= BA; every question has n options, so
+    # M = n - 1 binary questions, and chance MBA = mean over the questions of 0.5^M.
+    questions = [json.loads(line) for line in (out / "world" / "annotations.jsonl").read_text().splitlines()]
+    chance = sum(0.5 ** (len(q["options"]) - 1) for q in questions) / len(questions)
+    from tempcore.world.answerers.model import zoo_specs
+
+    assert [r["model"] for r in result["mba"]] == sorted(spec.display_name for spec in zoo_specs())
+    for row in result["mba"]:
+        assert row["n_groups"] == 28 and row["incomplete_groups"] == 0
+        assert row["n_binary"] == sum(len(q["options"]) - 1 for q in questions)
+        assert row["n_questions"] == 28 and 0.0 <= row["accuracy"] <= 1.0
+        assert 0.0 <= row["mba"] <= row["ba"] <= 1.0
+        assert row["chance_mba"] == pytest.approx(chance)
+    # the trained frame models beat chance MBA by far on the binarised world
+    assert max(r["mba"] for r in result["mba"]) > 2 * chance
+    assert (out / "binary-run" / "predictions.parquet").exists()
 
     html = (out / "report" / "report.html").read_text()
     assert "<html" in html.lower() and "temporally" in html.lower()

@@ -386,3 +386,49 @@ def test_sorted_and_shuffled_large_tables_agree():
         groups[s.split("#b")[0]].append(c)
     assert a.overall[0]["correct_groups"] == sum(all(v) for v in groups.values())
     assert a.overall[0]["n_groups"] == n_groups
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binary_id_split_equals_the_regex(seed):
+    """The buffer-level split of ``{group}#b{i}`` ids equals the regex it replaces, on ids made of
+    the suffix's own characters (and a multi-byte one), sliced arrays and large strings."""
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.mba import BINARY_SUFFIX, _split_binary_ids
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab#0123456789é")
+    for _ in range(400):
+        ids = pa.array(["".join(rng.choice(alphabet, rng.integers(0, 8))) for _ in range(rng.integers(2, 9))])
+        if rng.random() < 0.3:
+            ids = ids.slice(1)
+        if rng.random() < 0.3:
+            ids = ids.cast(pa.large_string())
+        has, stripped = _split_binary_ids(ids)
+        assert has.tolist() == pc.match_substring_regex(ids, BINARY_SUFFIX).to_pylist()
+        assert stripped.to_pylist() == pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="").to_pylist()
+    assert _split_binary_ids(pa.array(["a#b1", None])) is None  # nulls: the regex path
+
+
+def test_large_tables_with_chunked_dictionary_columns_agree_with_plain_strings():
+    """Over 65536 rows a column holding one value is coded without per-row work; chunks whose
+    one-entry dictionaries differ (two models, as Parquet row groups give) are not one value."""
+    rng = np.random.default_rng(7)
+    ids = [f"g{g}#b{i}" for g in range(12000) for i in range(3)]
+    n = len(ids)
+    rows = [(s, m, "u", int(rng.random() < 0.7)) for m in ("m1", "m2") for s in ids]
+    plain = table(rows)
+    assert plain.num_rows > 65536
+
+    def chunked_dictionary(values):
+        half = len(values) // 2
+        return pa.chunked_array([pa.array(values[:half]).dictionary_encode(), pa.array(values[half:]).dictionary_encode()])
+
+    coded = plain
+    for name in ("benchmark", "model", "strategy", "mode"):
+        coded = coded.set_column(coded.column_names.index(name), name, chunked_dictionary(plain.column(name).to_pylist()))
+    assert len(coded.column("model").chunk(0).dictionary) == 1  # one model per chunk: m1, then m2
+    a, b = mba_table(plain), mba_table(coded)
+    assert a.overall == b.overall and [r["model"] for r in a.overall] == ["m1", "m2"]
+    for r in a.overall:
+        assert r["n_binary"] == n and r["n_groups"] == 12000

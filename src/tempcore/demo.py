@@ -10,7 +10,11 @@
    cyclic option rotation, for circular scoring;
 3. diagnose under ``hard`` (the paper's 0/1), ``soft`` (probability on the correct option) and
    ``circular`` scoring, and compare the recovered categories with the planted ones;
-4. export the TempCore subset and write the HTML report.
+4. export the TempCore subset and write the HTML report;
+5. answer the world binarised (``binary: true``: each question with n options becomes n-1 binary
+   questions {correct, negative}) under ``uniform`` only, for its first 48 questions, in a run of its own (``binary-run``; the
+   frame embeddings come from the same cache), and score BA / MBA / chance MBA per zoo model beside
+   its multiple-choice accuracy under ``uniform`` (:func:`demo_mba`).
 """
 
 from __future__ import annotations
@@ -100,11 +104,79 @@ def run_demo(
     report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
                           scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
     report_files = write_report(report, out / "report")
+    result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
+
+
+MBA_CONDITION = "uniform"  # the binarised world is answered under this condition only (cheap: no scores)
+MBA_QUESTIONS = 48  # ... and over its first questions only: each binary question decodes its frames anew
+
+
+def demo_mba(
+    cfg: Any, table: Any, out: Path, *, progress: bool = True, log: Callable[[str], None] = print
+) -> list[dict[str, Any]]:
+    """BA / MBA / chance MBA of each model on the binarised world, beside its multiple-choice accuracy.
+
+    ``cfg``: the demo's run configuration; ``table``: its predictions (the multiple-choice accuracy
+    is the hard accuracy of the un-rotated ``uniform`` rows of the same questions). The binarised
+    world is run with the same benchmark entry plus ``binary: true``, its first :data:`MBA_QUESTIONS`
+    questions (``limit``) and :data:`MBA_CONDITION` alone, into ``out / "binary-run"``. One row per model: ``model``, ``accuracy``, ``n_questions``, ``ba``,
+    ``n_binary``, ``mba``, ``n_groups``, ``chance_mba``, ``incomplete_groups`` (fractions)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.config import RunConfig
+    from tempcore.diagnostics.mba import mba_table
+    from tempcore.runner import run
+    from tempcore.tidy import read_predictions
+
+    raw = dict(cfg.to_dict())
+    raw.pop("source", None)
+    raw["out"] = str(out / "binary-run")
+    raw["benchmarks"] = [{**dict(b), "binary": True, "limit": MBA_QUESTIONS} for b in raw["benchmarks"]]
+    raw["conditions"] = [{"strategy": MBA_CONDITION}]
+    bcfg = RunConfig.from_dict(raw, source="tempcore demo (binary)")
+    log(f"binarised world: {MBA_CONDITION} only, into {out / 'binary-run'}")
+    summary = run(bcfg, progress=progress, log=log, recompute=True)
+    binary = read_predictions(summary.predictions_file)
+    mba = {r["model"]: r for r in mba_table(binary).overall if r["strategy"] == MBA_CONDITION}
+    # the multiple-choice accuracy over the same questions (the originals of the binary groups)
+    originals = sorted({i.rsplit("#b", 1)[0] for i in pc.unique(binary.column("sample_id")).to_pylist()})
+    mc = table.filter(pc.and_(pc.equal(table.column("strategy"), MBA_CONDITION), pc.is_null(table.column("window"))))
+    mc = mc.filter(pc.is_in(mc.column("sample_id"), value_set=pa.array(originals, type=pa.string())))
+    if "rotation" in mc.column_names:
+        mc = mc.filter(pc.fill_null(pc.equal(mc.column("rotation"), 0), True))
+    rows = []
+    for model in sorted(mba):
+        m = mc.filter(pc.equal(mc.column("model"), model))
+        n_q = m.num_rows
+        right = int(pc.sum(m.column("correct").cast("int64")).as_py() or 0) if n_q else 0
+        r = mba[model]
+        rows.append({"model": model, "accuracy": right / n_q if n_q else None, "n_questions": n_q,
+                     "ba": r["ba"], "n_binary": r["n_binary"], "mba": r["mba"], "n_groups": r["n_groups"],
+                     "chance_mba": r["chance_mba"], "incomplete_groups": r["incomplete_groups"]})
+    return rows
+
+
+def format_mba(rows: list[dict[str, Any]]) -> str:
+    """The demo's MBA table: accuracy (multiple choice) beside BA / MBA / chance MBA, in percent."""
+    cols = ["model", "accuracy", "ba", "mba", "chance_mba"]
+
+    def cell(v: Any) -> str:
+        return "-" if v is None else f"{100 * v:.1f}" if isinstance(v, float) else str(v)
+
+    body = [[cell(r[c]) for c in cols] for r in rows]
+    widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(cols)]
+    n = rows[0]["n_groups"] if rows else 0
+    lines = [f"binary questions ({MBA_CONDITION}, {n} questions): multiple-choice accuracy beside BA / MBA / "
+             "chance MBA, percent",
+             "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(lines)
 
 
 def _only_samples(table: Any, ids: set[str]) -> Any:
@@ -124,5 +196,7 @@ def format_demo(result: dict[str, Any]) -> str:
             label = {"soft": "soft (probability on the correct option)", "hard": "hard (the paper's 0/1)",
                      "circular": "circular (0/1 over option rotations)"}[scoring]
             parts.append(format_recovery(result["scoring"][scoring], title=f"scoring: {label}"))
+    if result.get("mba"):
+        parts.append(format_mba(result["mba"]))
     parts.append(f"report: {result['report']}\nTempCore subset: {result['subset']}")
     return "\n\n".join(parts)
