@@ -258,6 +258,19 @@ def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
     return column.indices.to_numpy(zero_copy_only=False).astype(np.int64), column.dictionary.to_pylist()
 
 
+def _unify_dictionaries(table: Any) -> Any:
+    """``table.unify_dictionaries()``, skipped (it rebuilds every dictionary column) when the chunks
+    of each dictionary column already share one dictionary, as those read from one Parquet file do."""
+    import pyarrow as pa
+
+    for col in table.columns:
+        if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
+            first = col.chunk(0).dictionary
+            if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
+                return table.unify_dictionaries()
+    return table
+
+
 def _raw_codes(column: Any) -> tuple[np.ndarray, list[Any]]:
     """:func:`_codes` with the codes in their own integer width (no widening copy of every row)."""
     import pyarrow as pa
@@ -299,7 +312,7 @@ class EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-        table = prepare_table(table.unify_dictionaries())  # Parquet row groups may carry different dictionaries
+        table = prepare_table(_unify_dictionaries(table))  # Parquet row groups may carry different dictionaries
         bench_codes, benches = _raw_codes(table.column("benchmark"))
         id_codes, ids = _raw_codes(table.column("sample_id"))
         model_codes, models = _raw_codes(table.column("model"))
