@@ -259,15 +259,17 @@ def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
 
 
 def _unify_dictionaries(table: Any) -> Any:
-    """``table.unify_dictionaries()``, skipped (it rebuilds every dictionary column) when the chunks
-    of each dictionary column already share one dictionary, as those read from one Parquet file do."""
+    """``table.unify_dictionaries()``, column by column and only where the chunks do not already share
+    one dictionary (a Parquet file's big ``sample_id`` dictionary usually is shared; rebuilding it costs)."""
     import pyarrow as pa
 
-    for col in table.columns:
+    for i, col in enumerate(table.columns):
         if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
             first = col.chunk(0).dictionary
             if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
-                return table.unify_dictionaries()
+                name = table.column_names[i]
+                table = table.set_column(i, table.schema.field(i),
+                                         pa.Table.from_arrays([col], [name]).unify_dictionaries().column(0))
     return table
 
 
@@ -428,6 +430,11 @@ class EncodedPredictions:
     def _no_duplicates(self, keys: np.ndarray, rows: np.ndarray, what: str) -> None:
         if keys.size == 0:
             return
+        if int(keys.min()) >= 0:  # an O(rows) bitmap first: no sort unless there is a duplicate
+            filled = np.zeros(int(keys.max()) + 1, dtype=bool)
+            filled[keys] = True
+            if int(np.count_nonzero(filled)) == keys.size:
+                return
         order = np.argsort(keys, kind="stable")
         dup = np.flatnonzero(keys[order][1:] == keys[order][:-1])
         if dup.size:
@@ -437,13 +444,25 @@ class EncodedPredictions:
                 f"{self.sample_benchmark[self.sample_code[r]]!r}, model {self.models[self.model_code[r]]!r}"
             )
 
+    def _bench_of_sample(self) -> tuple[list[str], np.ndarray]:
+        """The sorted benchmark names and each sample's index among them (``np.unique(...,
+        return_inverse=True)`` of ``sample_benchmark``, without sorting a Python object per sample); cached."""
+        cache = self.__dict__.get("_bench_cache")
+        if cache is None:
+            names = sorted(set(self.sample_benchmark))
+            index = {b: i for i, b in enumerate(names)}
+            codes = np.fromiter((index[b] for b in self.sample_benchmark), dtype=np.int64,
+                                count=len(self.sample_benchmark))
+            cache = self.__dict__["_bench_cache"] = (names, codes)
+        return cache
+
     def panels(self, models: Sequence[str] | None = None, mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Per benchmark, the model columns of its panel: the models (within ``models``) with any row
         for it among the ``mask``-ed rows (default: all rows). Every benchmark of the table is a key."""
         if models is not None:
             check_models(self.table, models)
         allowed = np.array([models is None or m in models for m in self.models], dtype=bool)
-        names, bench_of_sample = np.unique(np.array(self.sample_benchmark, dtype=object), return_inverse=True)
+        names, bench_of_sample = self._bench_of_sample()
         n_m = len(self.models)
         rows = slice(None) if mask is None else mask
         present = np.zeros(len(names) * n_m, dtype=bool)
