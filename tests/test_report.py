@@ -318,3 +318,38 @@ def test_line_plot_breaks_and_bars_escape_labels() -> None:
                               percent=True, intervals={"MaxProb": [(0.4, 0.6)]})
     assert bars.count('class="bar"') == 1 and bars.count('class="ci"') == 1
     assert "&lt;b&gt;bench&lt;/b&gt;" in bars and "<b>" not in bars
+
+
+def test_report_section_holds_the_ablation_audit() -> None:
+    from tempcore.report.markdown import render_markdown
+
+    # one model, 6 questions (t1: 4 with 3 options, t2: 2 with 2 options); uniform right on 4, textonly on 1;
+    # maxprob / minprob / noframe rows so that the rest of the report runs too
+    video = {"q1": 1, "q2": 1, "q3": 1, "q4": 0, "q5": 1, "q6": 0}
+    text = {"q1": 1, "q2": 0, "q3": 0, "q4": 0, "q5": 0, "q6": 0}
+    rows = []
+    for sid in video:
+        task, n_opt = ("t1", 3) if sid <= "q4" else ("t2", 2)
+        for strategy, c in (("uniform", video[sid]), ("textonly", text[sid]), ("maxprob", video[sid]),
+                            ("minprob", 0), ("noframe", text[sid])):
+            mode = "qa" if strategy in ("maxprob", "minprob") else "none"
+            rows.append({"benchmark": "b", "sample_id": sid, "model": "m", "strategy": strategy, "mode": mode,
+                         "k": 8, "window": None, "correct": c, "answer": 0, "n_options": n_opt, "task": task})
+    report = build_report(pa.Table.from_pylist(rows), n_boot=50, thumbnails=False)
+    section = next(s for s in report.sections if s.key == "ablations")
+    items = {i.key: i.table for i in section.items}
+    assert set(items) == {"ablation_table", "ablation_averages", "answer_agreement", "order_sensitivity"}
+    avg = {r["condition"]: r for r in items["ablation_averages"].rows}
+    assert avg["uniform"]["macro"] == pytest.approx((3 / 4 + 1 / 2) / 2)
+    assert avg["textonly"]["micro"] == pytest.approx(1 / 6)
+    agree = {(r["a"], r["b"]): r for r in items["answer_agreement"].rows}
+    assert agree["uniform", "textonly"]["conditional"] == pytest.approx(1.0)  # textonly right only on q1
+    md = render_markdown(report)
+    assert "Ablations" in md and "62.5" in md
+    # duplicate rows: the section stays and says why the audit could not run
+    dup = build_report(pa.Table.from_pylist(rows + rows[:1]), n_boot=50, thumbnails=False)
+    failed = next(s for s in dup.sections if s.key == "ablations").items[0]
+    assert failed.table is None and failed.unavailable
+    # without the video condition there is no such section
+    only = pa.Table.from_pylist([r for r in rows if r["strategy"] != "uniform"])
+    assert all(s.key != "ablations" for s in build_report(only, n_boot=50, thumbnails=False).sections)

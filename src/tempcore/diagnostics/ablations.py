@@ -154,8 +154,8 @@ def prepare(
         keep &= ~(cond == conditions.index(c)) | mask
     _check_unambiguous(enc, cond, keep, conditions, filters)
     every = bool(keep.all())
-    rows = np.arange(n_rows) if every else np.flatnonzero(keep)
-    pick: Any = slice(None) if every else rows  # no gathers when every row is used
+    rows: Any = _Identity() if every else np.flatnonzero(keep)  # the row of each kept position
+    pick: Any = slice(None) if every else rows  # no gathers (and no arange) when every row is used
     n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
     cell = (cond[pick] * n_s + enc.sample_code[pick]) * n_m + enc.model_code[pick]
     _check_duplicates(enc, cell, rows, cond, conditions)
@@ -171,6 +171,13 @@ def prepare(
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
+
+
+class _Identity:
+    """``np.arange(n)`` for indexing (``_Identity()[i] == i``, also for arrays), without allocating it."""
+
+    def __getitem__(self, index: Any) -> Any:
+        return np.flatnonzero(index) if isinstance(index, np.ndarray) and index.dtype == bool else index
 
 
 def _is_null(column: Any) -> np.ndarray:

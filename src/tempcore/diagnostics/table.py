@@ -61,8 +61,33 @@ def _distinct(column: Any) -> list[Any]:
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
     if pa.types.is_dictionary(column.type):
-        column = column.cast(column.type.value_type)
+        # the used dictionary entries (unique of the small integer codes), not a cast of every row
+        column = column.dictionary.take(pc.unique(column.indices).drop_null())
     return sorted(pc.unique(column).drop_null().to_pylist(), key=lambda v: (str(type(v)), v))
+
+
+def _equal(column: Any, value: Any) -> np.ndarray:
+    """``pc.fill_null(pc.equal(column, value), False)`` as numpy bool; a dictionary column is
+    compared on its (small) dictionary and the result gathered through the codes."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_dictionary(column.type):
+        return pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False)
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = []
+    for chunk in chunks:
+        lut = pc.fill_null(pc.equal(chunk.dictionary, value), False).to_numpy(zero_copy_only=False)
+        if not lut.any():
+            parts.append(np.zeros(len(chunk), dtype=bool))
+            continue
+        idx = chunk.indices
+        part = lut[pc.fill_null(idx, 0).to_numpy(zero_copy_only=False) if idx.null_count
+                   else idx.to_numpy(zero_copy_only=False)]
+        if idx.null_count:
+            part &= idx.is_valid().to_numpy(zero_copy_only=False)
+        parts.append(part)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def _listing(values: Sequence[Any], limit: int = 8) -> str:
@@ -233,6 +258,35 @@ def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
     return column.indices.to_numpy(zero_copy_only=False).astype(np.int64), column.dictionary.to_pylist()
 
 
+def _unify_dictionaries(table: Any) -> Any:
+    """``table.unify_dictionaries()``, column by column and only where the chunks do not already share
+    one dictionary (a Parquet file's big ``sample_id`` dictionary usually is shared; rebuilding it costs)."""
+    import pyarrow as pa
+
+    for i, col in enumerate(table.columns):
+        if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
+            first = col.chunk(0).dictionary
+            if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
+                name = table.column_names[i]
+                table = table.set_column(i, table.schema.field(i),
+                                         pa.Table.from_arrays([col], [name]).unify_dictionaries().column(0))
+    return table
+
+
+def _raw_codes(column: Any) -> tuple[np.ndarray, list[Any]]:
+    """:func:`_codes` with the codes in their own integer width (no widening copy of every row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    if not pa.types.is_dictionary(column.type):
+        column = pc.dictionary_encode(column)
+    if column.null_count:
+        raise DiagnosticsError("identifier columns (benchmark, sample_id, model) may not contain nulls")
+    return column.indices.to_numpy(zero_copy_only=False), column.dictionary.to_pylist()
+
+
 @dataclass
 class EncodedPredictions:
     """A tidy table with samples and models factorised to integer codes."""
@@ -260,36 +314,43 @@ class EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-        table = prepare_table(table.unify_dictionaries())  # Parquet row groups may carry different dictionaries
-        bench_codes, benches = _codes(table.column("benchmark"))
-        id_codes, ids = _codes(table.column("sample_id"))
-        model_codes, models = _codes(table.column("model"))
+        table = prepare_table(_unify_dictionaries(table))  # Parquet row groups may carry different dictionaries
+        bench_codes, benches = _raw_codes(table.column("benchmark"))
+        id_codes, ids = _raw_codes(table.column("sample_id"))
+        model_codes, models = _raw_codes(table.column("model"))
         width = max(len(ids), 1)
-        combined = bench_codes * width + id_codes
+        n_pairs = max(len(benches), 1) * width
+        if len(benches) <= 1:
+            combined = id_codes  # one benchmark: the pair is the sample id (no arithmetic over the rows)
+        else:  # the narrowest integer type that holds every pair (fewer bytes touched per row)
+            wide = np.int32 if n_pairs < 2**31 else np.int64
+            combined = bench_codes.astype(wide)
+            combined *= width
+            combined += id_codes
         # Number the (benchmark, sample_id) pairs present, in O(rows) (no sort): a bitmap + cumsum.
-        present = np.zeros(max(len(benches), 1) * width, dtype=bool)
+        present = np.zeros(n_pairs, dtype=bool)
         present[combined] = True
         uniq = np.flatnonzero(present)
-        sample_code = (np.cumsum(present) - 1)[combined]
+        sample_code = (np.cumsum(present) - 1)[combined]  # the cumsum is int64: so is the gather
         sample_benchmark = [benches[int(u) // width] for u in uniq]
         sample_ids = [ids[int(u) % width] for u in uniq]
-        return cls(table, sample_code.astype(np.int64), model_codes, sample_benchmark, sample_ids, models)
+        return cls(table, sample_code.astype(np.int64, copy=False), model_codes.astype(np.int64), sample_benchmark,
+                   sample_ids, models)
 
     def rows(self, strategy: str, mode: str | None, filters: Mapping[str, Any] | None = None) -> np.ndarray:
         """Boolean row mask for a condition (strategy, mode, and equality filters)."""
-        import pyarrow.compute as pc
 
         t = self.table
-        mask = pc.equal(t.column("strategy"), strategy)
+        mask = _equal(t.column("strategy"), strategy)
         if mode is not None:
-            mask = pc.and_(mask, pc.equal(t.column("mode"), mode))
+            mask &= _equal(t.column("mode"), mode)
         for col, value in (filters or {}).items():
             if value is None or col not in t.column_names:
                 if value is not None:
                     raise DiagnosticsError(f"cannot filter on {col}={value!r}: the table has no {col!r} column")
                 continue
-            mask = pc.and_(mask, pc.equal(t.column(col), value))
-        return pc.fill_null(mask, False).to_numpy(zero_copy_only=False)
+            mask &= _equal(t.column(col), value)
+        return mask
 
     def check_unambiguous(self, mask: np.ndarray, what: str, filters: Mapping[str, Any]) -> None:
         import pyarrow as pa
@@ -369,6 +430,11 @@ class EncodedPredictions:
     def _no_duplicates(self, keys: np.ndarray, rows: np.ndarray, what: str) -> None:
         if keys.size == 0:
             return
+        if int(keys.min()) >= 0:  # an O(rows) bitmap first: no sort unless there is a duplicate
+            filled = np.zeros(int(keys.max()) + 1, dtype=bool)
+            filled[keys] = True
+            if int(np.count_nonzero(filled)) == keys.size:
+                return
         order = np.argsort(keys, kind="stable")
         dup = np.flatnonzero(keys[order][1:] == keys[order][:-1])
         if dup.size:
@@ -378,13 +444,25 @@ class EncodedPredictions:
                 f"{self.sample_benchmark[self.sample_code[r]]!r}, model {self.models[self.model_code[r]]!r}"
             )
 
+    def _bench_of_sample(self) -> tuple[list[str], np.ndarray]:
+        """The sorted benchmark names and each sample's index among them (``np.unique(...,
+        return_inverse=True)`` of ``sample_benchmark``, without sorting a Python object per sample); cached."""
+        cache = self.__dict__.get("_bench_cache")
+        if cache is None:
+            names = sorted(set(self.sample_benchmark))
+            index = {b: i for i, b in enumerate(names)}
+            codes = np.fromiter((index[b] for b in self.sample_benchmark), dtype=np.int64,
+                                count=len(self.sample_benchmark))
+            cache = self.__dict__["_bench_cache"] = (names, codes)
+        return cache
+
     def panels(self, models: Sequence[str] | None = None, mask: np.ndarray | None = None) -> dict[str, np.ndarray]:
         """Per benchmark, the model columns of its panel: the models (within ``models``) with any row
         for it among the ``mask``-ed rows (default: all rows). Every benchmark of the table is a key."""
         if models is not None:
             check_models(self.table, models)
         allowed = np.array([models is None or m in models for m in self.models], dtype=bool)
-        names, bench_of_sample = np.unique(np.array(self.sample_benchmark, dtype=object), return_inverse=True)
+        names, bench_of_sample = self._bench_of_sample()
         n_m = len(self.models)
         rows = slice(None) if mask is None else mask
         present = np.zeros(len(names) * n_m, dtype=bool)

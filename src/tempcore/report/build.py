@@ -524,9 +524,11 @@ def build_report(
               "max_thumbnail_samples": max_thumbnail_samples if thumbnails else 0}
     info = {"tempcore_version": __version__, "rows": table.num_rows, "models": ctx.facts.models,
             "benchmarks": sorted(diagnosis.benchmarks), **dict(inputs or {})}
+    from tempcore.report.ablations import ablations_section
     from tempcore.report.mba import mba_section
 
-    extra = [s for s in (mba_section(table, samples),) if s is not None]
+    extra = [s for s in (mba_section(table, samples), ablations_section(table, n_boot=n_boot, seed=seed, tau=tau,
+                                                                        lam=lam)) if s is not None]
     return Report(title, created or _now(), params, info, diagnosis, [*sections.values(), *extra], browser)
 
 
