@@ -337,7 +337,7 @@ def test_describe_and_repr_mask_url_credentials() -> None:
     model = OpenAIChatModel("m", "https://alice:s3cret@api.example.com/v1/", api_key_env="MY_KEY")
     try:
         described = model.describe()
-        assert described["base_url"] == "https://***@api.example.com/v1"
+        assert described["base_url"] == "https://<redacted>@api.example.com/v1"
         assert "s3cret" not in repr(model) and "s3cret" not in json.dumps(described)
         assert (
             described["model"] == "m" and described["concurrency"] == 16 and described["backend"] == "openai"

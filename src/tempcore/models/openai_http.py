@@ -232,9 +232,9 @@ def option_logprobs_from_top(
 
 
 def mask_url(url: str) -> str:
-    """``url`` with any ``user:password@`` credentials and secret query values replaced by ``***``
-    (:func:`tempcore.redaction.redact_url`)."""
-    return redact_url(url, placeholder="***")
+    """``url`` with any ``user:password@`` credentials and secret query values replaced by
+    :data:`tempcore.redaction.REDACTED` (:func:`tempcore.redaction.redact_url`: one marker everywhere)."""
+    return redact_url(url)
 
 
 def request_url(base_url: str) -> tuple[str, tuple[str, str] | None]:
