@@ -33,16 +33,15 @@ from tempcore.models import ModelRequest
 from tempcore.models.openai_http import OpenAIChatModel
 from tempcore.runner import run
 from tempcore.store import RunStore
+from tempcore.synthvideo import write_video
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE))
-from test_runner import COLOURS  # noqa: E402
 from tiny_encoders import build_tiny_siglip  # noqa: E402
-
-from tempcore.synthvideo import write_video  # noqa: E402
 
 ZOO_IDEFICS3 = Path(tempcore.__file__).parent / "world" / "zoo" / "zoo-idefics3"
 STARTUP_TIMEOUT_S = 90.0
+COLOURS = {"red": (220, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 220), "yellow": (230, 220, 20)}
 
 
 def _free_port() -> int:
