@@ -5,7 +5,8 @@ subprocess on a free loopback port, serving the shipped tiny Idefics3 from its f
 stopped by its process id. What transformers 5.24 supports, measured here: chat completions with
 images as base64 data URLs, several images in one message, concurrent requests. It does not
 return log-probabilities on /v1/chat/completions (it logs "Ignoring unsupported fields in the
-request: {'top_logprobs', 'logprobs'}"), so ``option_logprobs`` is None and option scoring fails
+request: {'top_logprobs', 'logprobs'}"; both are in
+``UNUSED_CHAT_COMPLETION_FIELDS`` of transformers/cli/serving/chat_completion.py), so ``option_logprobs`` is None and option scoring fails
 per item with a clear error; faults stay tested against tests/http_peer.py.
 """
 
