@@ -85,6 +85,60 @@ def tempcore_reader(path: Path) -> int:
     return kept
 
 
+def tempcore_noskip(path: Path) -> int:
+    """tempcore decoding every frame (the non-reference skip switched off): what the skip saves."""
+    from tempcore import video
+
+    video._SKIP_UNNEEDED = False
+    try:
+        return tempcore_reader(path)
+    finally:
+        video._SKIP_UNNEEDED = True
+
+
+def torchcodec_reader(path: Path, seek_mode: str) -> int:
+    from torchcodec.decoders import VideoDecoder
+
+    dec = VideoDecoder(str(path), seek_mode=seek_mode, dimension_order="NHWC")
+    duration = dec.metadata.duration_seconds or 0.0
+    times = [i / FPS for i in range(int(duration * FPS))]
+    kept = 0
+    for i in range(0, len(times), 32):
+        kept += len(dec.get_frames_played_at(times[i : i + 32]).data)
+    return kept
+
+
+def decord_reader(path: Path) -> int:
+    import decord
+
+    vr = decord.VideoReader(str(path))
+    fps = vr.get_avg_fps()
+    idx = [round(i * fps / FPS) for i in range(int(len(vr) * FPS / fps))]
+    kept = 0
+    for i in range(0, len(idx), 32):
+        kept += len(vr.get_batch(idx[i : i + 32]).asnumpy())
+    return kept
+
+
+def peers() -> dict[str, Callable[[Path], int]]:
+    """Peer decoders that import; each one that does not is named with its error."""
+    out: dict[str, Callable[[Path], int]] = {}
+    try:
+        import torchcodec.decoders  # noqa: F401
+
+        out["torchcodec-exact"] = lambda p: torchcodec_reader(p, "exact")
+        out["torchcodec-approx"] = lambda p: torchcodec_reader(p, "approximate")
+    except Exception as exc:  # noqa: BLE001 - any install/load failure is reported, not hidden
+        print(f"torchcodec unavailable: {type(exc).__name__}: {exc}")
+    try:
+        import decord  # noqa: F401
+
+        out["decord"] = decord_reader
+    except Exception as exc:  # noqa: BLE001
+        print(f"decord unavailable: {type(exc).__name__}: {exc}")
+    return out
+
+
 def ffmpeg_cli(path: Path) -> int:
     subprocess.run(
         [
@@ -123,10 +177,12 @@ def verdict(value: float, target: float, higher_is_better: bool = True) -> str:
     return "PASS" if ok else "FAIL"
 
 
-def throughput(tmp: Path, minutes: float, repeats: int) -> list[tuple[str, float, float]]:
+def throughput(
+    tmp: Path, minutes: float, repeats: int, intra: bool = False
+) -> list[tuple[str, float, float]]:
     from tempcore.synthvideo import Scene, write_video
 
-    path = tmp / "realistic_640x360.mp4"
+    path = tmp / ("intra_640x360.mp4" if intra else "realistic_640x360.mp4")
     t = time.perf_counter()
     write_video(
         path,
@@ -137,20 +193,23 @@ def throughput(tmp: Path, minutes: float, repeats: int) -> list[tuple[str, float
         codec="libx264",
         preset="veryfast",
         crf=23,
-        gop=250,
+        gop=1 if intra else 250,
     )
     duration = minutes * 60
     mbps = path.stat().st_size * 8 / duration / 1e6
     print(
-        f"generated {path.name}: {duration:.0f} s, 640x360, 30 fps, H.264, {mbps:.2f} Mbit/s "
+        f"generated {path.name}: {duration:.0f} s, 640x360, 30 fps, H.264 ({'all-intra' if intra else 'B-frames'}), {mbps:.2f} Mbit/s "
         f"({time.perf_counter() - t:.1f} s)"
     )
 
     methods: dict[str, Callable[[Path], int]] = {
         "tempcore": tempcore_reader,
+        "tempcore-noskip": tempcore_noskip,
         "pyav-minimal": pyav_minimal,
         "pyav-minimal-shared": lambda p: pyav_minimal(p, shared_reformatter=True),
     }
+    if not intra:
+        methods.update(peers())
     if shutil.which("ffmpeg"):
         methods["ffmpeg"] = ffmpeg_cli
     else:
@@ -185,14 +244,16 @@ def throughput(tmp: Path, minutes: float, repeats: int) -> list[tuple[str, float
         "'medians' divides the median times, 'best' the fastest runs, 'cpu' the median CPU seconds."
     )
     results = []
-    for base, target in (("pyav-minimal", 0.9), ("pyav-minimal-shared", 0.9), ("ffmpeg", 0.8)):
+    targets = [("pyav-minimal", 1.0 if intra else 1.3), ("pyav-minimal-shared", 0.9), ("ffmpeg", 0.8)]
+    targets += [(n, 0.0) for n in names if n.startswith(("torchcodec", "decord", "tempcore-"))]
+    for base, target in targets:
         if base not in methods:
             continue
         paired = statistics.median(b / t for b, t in zip(walls[base], walls["tempcore"]))
         of_medians = statistics.median(walls[base]) / statistics.median(walls["tempcore"])
         best = min(walls[base]) / min(walls["tempcore"])
         cpu = statistics.median(cpus[base]) / statistics.median(cpus["tempcore"])
-        results.append((f"tempcore / {base}", paired, target))
+        results.append((f"tempcore / {base}{' (intra)' if intra else ''}", paired, target))
         print(
             f"tempcore / {base:20s} paired {paired:5.2f}  medians {of_medians:5.2f}  best {best:5.2f}  "
             f"cpu {cpu:5.2f}   target >= {target}: {verdict(paired, target)}"
@@ -266,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         "--minutes", type=float, help="length of the throughput file (default 3; 1 with --quick)"
     )
     parser.add_argument("--repeats", type=int, help="rounds of timed runs (default 7; 3 with --quick)")
+    parser.add_argument("--no-intra", action="store_true", help="skip the all-intra throughput file")
     parser.add_argument("--no-memory", action="store_true", help="skip the 5- vs 60-minute memory test")
     args = parser.parse_args(argv)
     minutes = args.minutes or (1.0 if args.quick else 3.0)
@@ -273,6 +335,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory(prefix="tempcore-decode-bench-") as tmp:
         results = throughput(Path(tmp), minutes, repeats)
+        if not args.no_intra:
+            print()
+            results += throughput(Path(tmp), minutes, repeats, intra=True)
         if not args.no_memory:
             print()
             results += memory(Path(tmp))

@@ -56,6 +56,7 @@ one undecided decoded frame (plus FFmpeg's own thread buffers) is held between b
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import re
@@ -92,6 +93,8 @@ DEFAULT_FPS = 10.0
 DEFAULT_FOLDER_FPS = 3.0
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 _HEADER_DURATION_FORMATS = ("mov", "mp4", "matroska", "webm", "avi")
+_LOOKAHEAD = 24  # packets read ahead to bound the next presentation time
+_SKIP_UNNEEDED = True  # skip non-reference frames no target needs (exact; False decodes every frame)
 _SEEK_BACKOFF_S = (0.0, 1.0, 5.0, 30.0)
 _TRUNCATION_TOLERANCE_S = 0.5
 
@@ -235,6 +238,10 @@ class _Source(ABC):
         self.decode_errors = 0
         self.last_decode_error: str | None = None
         self.estimated = 0
+        # Set by a pass with a target rate: needed(pts, next_pts) -> False when the frame shown from
+        # ``pts`` until (at the latest) ``next_pts`` is at no target time, so it may be skipped.
+        self.needed: Any = None
+        self.skipped = 0
 
     @abstractmethod
     def frames(self, seek_to: Fraction | None) -> Iterator[_Decoded]:
@@ -360,6 +367,9 @@ class _AVSource(_Source):
                 break
             if packet.size == 0:
                 continue  # the demuxer's end-of-stream marker; the decoder is drained below
+            if self.needed is not None:
+                yield from self._skipping(packet, demux, cc, errors)
+                return
             try:
                 out = cc.decode(packet)
             except errors as exc:
@@ -367,6 +377,61 @@ class _AVSource(_Source):
                 self.last_decode_error = str(exc)
                 continue
             yield from out
+        try:
+            yield from cc.decode(None)
+        except errors as exc:
+            self.decode_errors += 1
+            self.last_decode_error = str(exc)
+
+    def _skipping(self, first: Any, demux: Iterator[Any], cc: Any, errors: tuple[type[BaseException], ...]) -> Iterator[Any]:
+        """Decode with a lookahead of packets; a packet whose frame no target needs is sent with
+        ``skip_frame = NONREF`` (the decoder drops it only when no other frame refers to it).
+
+        Exactness: the frame with pts ``p`` is shown until the next presentation time, which is at
+        most ``q`` = the smallest pts > ``p`` among the packets in the window; if no target falls in
+        [p, q) it falls in no smaller interval either. Without such a ``q`` (or a pts) it is decoded.
+        """
+        window: collections.deque[Any] = collections.deque([first])
+        exhausted = False
+        skipping = False
+        needed = self.needed
+        while window:
+            while not exhausted and len(window) < _LOOKAHEAD:
+                try:
+                    nxt = next(demux)
+                except StopIteration:
+                    exhausted = True
+                    break
+                except errors as exc:
+                    self.demux_error = f"reading stopped at a damaged or missing part of the file: {exc}"
+                    exhausted = True
+                    break
+                if nxt.size:
+                    window.append(nxt)
+            packet = window.popleft()
+            p = packet.pts
+            skip = False
+            if p is not None and not packet.is_keyframe:
+                q = None
+                for other in window:
+                    o = other.pts
+                    if o is not None and o > p and (q is None or o < q):
+                        q = o
+                skip = q is not None and not needed(p, q)
+            if skip != skipping:
+                cc.skip_frame = "NONREF" if skip else "DEFAULT"
+                skipping = skip
+            try:
+                out = cc.decode(packet)
+            except errors as exc:
+                self.decode_errors += 1
+                self.last_decode_error = str(exc)
+                continue
+            if skip:
+                self.skipped += 1
+            yield from out
+        if skipping:
+            cc.skip_frame = "DEFAULT"
         try:
             yield from cc.decode(None)
         except errors as exc:
@@ -556,7 +621,14 @@ def _check_args(fps: float | None, start: float | None, end: float | None) -> No
 class _Pass:
     """One decoding pass: picks frames by presentation time; records what happened."""
 
-    def __init__(self, source: _Source, fps: float | None, start: float | None, end: float | None) -> None:
+    def __init__(
+        self,
+        source: _Source,
+        fps: float | None,
+        start: float | None,
+        end: float | None,
+        skip_unneeded: bool | None = None,
+    ) -> None:
         self.source = source
         self.fps = fps
         self.start = start
@@ -571,6 +643,18 @@ class _Pass:
         self.truncated = False
         self.error: str | None = None
         self.nonmonotonic = 0
+        skip = _SKIP_UNNEEDED if skip_unneeded is None else skip_unneeded
+        source.needed = None if self.step is None or not skip else self._needed
+
+    def _needed(self, pts: int, next_pts: int) -> bool:
+        """Could the frame shown over [pts, next_pts) be the one at a target time (or at the end)?"""
+        t0, step = self.t0_pts, self.step
+        if t0 is None or step is None:
+            return True
+        if self.end_pts is not None and next_pts >= self.end_pts:
+            return True
+        j = max(0, math.ceil((pts - t0) / step))
+        return math.floor(t0 + j * step) < next_pts
 
     def seconds(self, pts: int | Fraction) -> float:
         tb = self.source.time_base
