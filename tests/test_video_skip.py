@@ -9,7 +9,7 @@ import pytest
 
 from tempcore import synthvideo, video
 
-FIXTURES = Path("/work/shared/fixtures/videos")
+FIXTURES = Path(__file__).parent / "data"  # the real fixture videos, shipped with the tests
 
 
 def _read(path: Path, fps: float, skip: bool, monkeypatch: pytest.MonkeyPatch, **kw: object):
