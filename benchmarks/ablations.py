@@ -13,14 +13,14 @@ Usage: python benchmarks/ablations.py [--samples 104167] [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from _harness import run_child, write_parquet
 
 CONDITIONS = ["uniform", "textonly", "noframe", "single", "shuffled", "reversed"]
 TASKS = ["action_count", "object_count", "action_sequence", "object_shuffle", "scene_transition",
@@ -81,8 +81,7 @@ print(json.dumps(out))
 
 
 def child(path: Path, what: str) -> dict:
-    res = subprocess.run([sys.executable, "-c", CHILD, str(path), what], capture_output=True, text=True, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_child(CHILD, path, what)
 
 
 def main() -> int:
@@ -90,15 +89,12 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=104_167)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
-    import pyarrow.parquet as pq
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "predictions.parquet"
         t0 = time.perf_counter()
         table = make_table(args.samples)
-        pq.write_table(table, path)
-        print(f"table: {table.num_rows:,} rows, {path.stat().st_size / 1e6:.0f} MB Parquet "
-              f"(made in {time.perf_counter() - t0:.1f} s)")
+        write_parquet(table, path, t0)
         del table
         reads, audits, peaks = [], [], []
         for _ in range(args.repeat):  # interleaved: the machine is noisy

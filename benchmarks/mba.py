@@ -14,14 +14,14 @@ Usage: python benchmarks/mba.py [--groups 1000000] [--rows 5000000] [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+
+from _harness import run_child, write_parquet
 
 
 def make_table(n_groups: int, n_rows: int, seed: int = 0):
@@ -87,8 +87,7 @@ print(json.dumps(out))
 
 
 def child(path: Path, what: str) -> dict:
-    res = subprocess.run([sys.executable, "-c", CHILD, str(path), what], capture_output=True, text=True, check=True)
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return run_child(CHILD, path, what)
 
 
 def main() -> int:
@@ -107,9 +106,7 @@ def main() -> int:
         table = make_table(args.groups, args.rows)
         pq.write_table(table, unsorted)
         table = table.take(pc.sort_indices(table, [("sample_id", "ascending")]))
-        pq.write_table(table, path)
-        print(f"table: {table.num_rows:,} binary predictions in {args.groups:,} groups, "
-              f"{path.stat().st_size / 1e6:.0f} MB Parquet (made in {time.perf_counter() - t0:.1f} s)")
+        write_parquet(table, path, t0, f"binary predictions in {args.groups:,} groups")
         del table
         reads, mbas, firsts, peaks, shuffled = [], [], [], [], []
         for _ in range(args.repeat):  # interleaved: the machine is noisy
