@@ -30,12 +30,17 @@ from tempcore.tidy import (
     write_table,
 )
 
-_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
+# the spellings CSV readers take for null by default (pyarrow's list): a string column must keep them
+NULL_SPELLINGS = ("NaN", "nan", "-NaN", "-nan", "NA", "N/A", "n/a", "#N/A", "#N/A N/A", "#NA", "NULL",
+                  "null", "None", "1.#IND", "-1.#IND", "1.#QNAN", "-1.#QNAN", "<NA>")
+_TEXT = st.one_of(st.sampled_from(NULL_SPELLINGS), st.text(
+    st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
     lambda t: t.strip() == t and t.strip() != ""
-)
-_OPT_TEXT = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
+))
+_OPT_TEXT = st.one_of(st.sampled_from(NULL_SPELLINGS), st.text(
+    st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=12).filter(
     lambda t: t.strip() == t and t != ""
-)
+))
 _PROB = st.floats(0.0, 1.0, allow_nan=False, width=32).map(float)
 
 
@@ -153,3 +158,21 @@ def test_import_of_a_table_from_a_sequence_equals_the_store_export() -> None:
     table = predictions_table([p])
     assert table.column("k").to_pylist() == [None] and table.column("n_frames").to_pylist() == [12]
     assert table_to_predictions(table) == [p]
+
+
+@pytest.mark.parametrize("spelling", NULL_SPELLINGS)
+def test_a_csv_string_that_spells_null_stays_a_string(tmp_path: Path, spelling: str) -> None:
+    """Regression (CI, hypothesis): a model named "NaN" or a response "NaN" read back from CSV as null."""
+    pred = Prediction(
+        benchmark=spelling, sample_id=spelling, model=spelling,
+        condition=Condition("uniform", k=4).key, response=spelling, answer=None, correct=0,
+        frames=None, prompt_hash="0", latency_s=0.0, parse_error=spelling, video_damage=spelling,
+    )
+    with RunStore(tmp_path / "a.sqlite", synchronous="NORMAL") as a:
+        a.put([pred], a.start_run({}, environment=False))
+        first = predictions_table(a)
+    write_table(first, tmp_path / "t.csv")
+    with RunStore(tmp_path / "b.sqlite", synchronous="NORMAL") as b:
+        import_table(tmp_path / "t.csv", b)
+        assert list(b.predictions()) == [pred]
+

@@ -407,7 +407,14 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
             return pacsv.read_csv(
                 pa.BufferReader(data),
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
-                convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=True),
+                # only an unquoted empty field is null: the writer quotes every string, so
+                # "NaN", "null", "NA" or a quoted "" are the strings they spell
+                convert_options=pacsv.ConvertOptions(
+                    column_types=types,
+                    null_values=[""],
+                    strings_can_be_null=True,
+                    quoted_strings_can_be_null=False,
+                ),
             )
         data = path.read_bytes()
         _check_jsonl(path, data)
