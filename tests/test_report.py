@@ -339,6 +339,10 @@ def test_report_section_holds_the_ablation_audit() -> None:
     section = next(s for s in report.sections if s.key == "ablations")
     items = {i.key: i.table for i in section.items}
     assert set(items) == {"ablation_table", "ablation_averages", "answer_agreement", "order_sensitivity"}
+    # no shuffled / reversed rows: the empty order table says what it needs (it printed "None")
+    reasons = {i.key: i.unavailable for i in section.items}
+    assert items["order_sensitivity"].rows == [] and "shuffled or reversed" in reasons["order_sensitivity"]
+    assert reasons["ablation_table"] is None
     avg = {r["condition"]: r for r in items["ablation_averages"].rows}
     assert avg["uniform"]["macro"] == pytest.approx((3 / 4 + 1 / 2) / 2)
     assert avg["textonly"]["micro"] == pytest.approx(1 / 6)

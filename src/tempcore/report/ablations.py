@@ -38,8 +38,13 @@ def ablations_section(table: Any, *, video: str = "uniform", n_boot: int | None 
     except DiagnosticsError as exc:
         return Section("ablations", title, intro=intro, items=[
             TableItem("ablation_table", titles["ablation_table"], unavailable=str(exc), failed=True)])
-    return Section("ablations", title, intro=intro,
-                   items=[TableItem(key, titles[key], res) for key, res in tables.items()])
+    needs = {"ablation_table": "an ablation condition beside the video condition",
+             "ablation_averages": "an ablation condition beside the video condition",
+             "answer_agreement": "two conditions answered on the same samples",
+             "order_sensitivity": f"shuffled or reversed predictions beside {video!r}"}
+    return Section("ablations", title, intro=intro, items=[
+        TableItem(key, titles[key], res, unavailable=None if res.rows else f"no rows: needs {needs[key]}")
+        for key, res in tables.items()])
 
 
 __all__ = ["ablations_section"]
