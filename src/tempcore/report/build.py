@@ -284,7 +284,7 @@ def _catalogue() -> list[tuple[str, str, str, Needs, Run]]:
         (validation, "external_ranking_correlation", "Key vs Non-key ranking vs external benchmarks (Table 11)",
          external_needs,
          lambda c: an.external_ranking_correlation(c.enc, c.diagnosis, c.external,
-                                                   condition=an.Cond("maxprob", c.fss_mode, c.score_filters),
+                                                   condition=an.ConditionQuery("maxprob", c.fss_mode, c.score_filters),
                                                    models=c.models)),
         (validation, "text_only_probe", "Text-only contamination probe (Table 15)", text_needs,
          lambda c: an.text_only_probe(c.enc, vlm_models=[m for m in c.facts.models if m not in c.text_models],
