@@ -51,10 +51,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import platform
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -65,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from tempcore._version import __version__
+from tempcore.environment import environment_info, git_revision
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
 from tempcore.redaction import REDACTED as REDACTED
@@ -151,64 +149,7 @@ class StoreError(TempcoreError):
 # they are imported above and re-exported here for existing callers.
 
 
-# --- manifest helpers ----------------------------------------------------------------------
-
-_PACKAGES = (
-    "numpy",
-    "av",
-    "pillow",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "safetensors",
-    "httpx",
-    "pyarrow",
-    "vllm",
-)
-
-
-def git_revision(path: str | os.PathLike[str] | None = None) -> str | None:
-    """The git commit of the checkout containing ``path`` (default: tempcore's source), ``+dirty``
-    appended when it has uncommitted changes; ``None`` when there is no git or no checkout."""
-    where = Path(path) if path is not None else Path(__file__).resolve().parent
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{rev}+dirty" if dirty else rev or None
-
-
-def environment_info() -> dict[str, Any]:
-    """What a manifest records about the software: tempcore, Python, platform, package versions
-    (only installed ones; importing nothing heavy) and tempcore's git revision when available."""
-    from importlib import metadata
-
-    packages: dict[str, str] = {}
-    for name in _PACKAGES:
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return {
-        "tempcore": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": packages,
-        "git_revision": git_revision(),
-    }
+# git / environment probing lives in :mod:`tempcore.environment` (re-exported here).
 
 
 def _now() -> str:
