@@ -67,7 +67,7 @@ from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
 from tempcore.redaction import REDACTED as REDACTED
 from tempcore.redaction import is_secret_key, redact_secrets, redact_text
-from tempcore.schema import KEY_COLUMNS, STORE_COLUMNS, predictions_ddl, store_column_names
+from tempcore.schema import KEY_COLUMNS, PASSTHROUGH, STORE_COLUMNS, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
@@ -78,6 +78,22 @@ SCHEMA_VERSION = 2
 _KEY_COLUMNS = KEY_COLUMNS
 _PREDICTION_COLUMNS = store_column_names()
 _COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct", "model_fingerprint", "sample_hash")
+
+# What the tidy export reads of each prediction (RunStore.export_rows), in this order.
+EXPORT_FIELDS: tuple[str, ...] = (*KEY_COLUMNS, *(n for n in PASSTHROUGH if n not in KEY_COLUMNS))
+_EXPORT_DERIVED_SQL = {
+    "parse_error": "parse_error",
+    "frame_indices": "json_extract(frames, '$.indices')",
+    "frame_timestamps": "json_extract(frames, '$.timestamps')",
+    "frames_requested": "json_extract(frames, '$.requested')",
+    "frames_grey": "json_extract(frames, '$.grey')",
+    "n_probs": "json_array_length(option_probs)",
+    "option_probs": "option_probs",
+    "run_id": "run_id",
+    "created_at": "created_at",
+}
+EXPORT_COLUMNS: tuple[str, ...] = (*EXPORT_FIELDS, *_EXPORT_DERIVED_SQL)
+"""The columns of :meth:`RunStore.export_rows`' rows."""
 
 _FINGERPRINTS_DDL = """
 CREATE TABLE IF NOT EXISTS fingerprints (
@@ -606,6 +622,20 @@ class RunStore:
             for r in batch:
                 yield dict(zip(names, r))
 
+    def export_rows(self, *, run_id: str | None = None, batch_size: int = 2048) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows the tidy table (:mod:`tempcore.tidy`) is built from, in key order, in batches.
+
+        Each row is a tuple of :data:`EXPORT_COLUMNS`: the key, the Prediction fields the tidy table
+        passes through (:data:`tempcore.schema.PASSTHROUGH`), then the parts it derives columns from,
+        read out of the stored JSON here (frame indices / timestamps as JSON text, requested, grey,
+        the number of option probabilities, the probabilities as JSON text), and ``run_id`` /
+        ``created_at``. ``run_id`` restricts the rows to one run.
+        """
+        where, params = ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+        sql = (f"SELECT {', '.join((*EXPORT_FIELDS, *_EXPORT_DERIVED_SQL.values()))} FROM predictions {where} "
+               f"ORDER BY {', '.join(_KEY_COLUMNS)}")
+        yield from self.iter_query(sql, params, batch_size=batch_size)
+
     def iter_query(
         self, sql: str, params: Sequence[Any] = (), *, batch_size: int = 2048
     ) -> Iterator[list[tuple[Any, ...]]]:
@@ -748,6 +778,8 @@ def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
 
 
 __all__ = [
+    "EXPORT_COLUMNS",
+    "EXPORT_FIELDS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_FILENAME",
