@@ -161,7 +161,8 @@ def accuracy_by_setting(
 
     ``values`` default to every value the strategy's rows take; ``reference`` (default: the
     first value) is compared with each other value (``<value>_minus_<reference>`` columns, labels
-    ``<column>=<value>``). Samples: those complete under every value (module doc).
+    ``<column>=<value>``). Samples: those complete under every value (the pairing rule of
+    :mod:`tempcore.diagnostics.compare`).
     """
     enc = _encode(table)
     if column not in enc.table.column_names:
