@@ -22,7 +22,7 @@ from tempcore.benchmarks import (
     resolve_video,
     strip_option_prefixes,
 )
-from tempcore.benchmarks.choices import RowInvalid
+from tempcore.benchmarks.choices import InvalidRow
 from tempcore.cli import main
 from tempcore.errors import TempcoreError
 from tempcore.records import Sample
@@ -120,7 +120,7 @@ def test_resolve_answer(answer, kind, expected):
     ],
 )
 def test_unresolvable_answers(options, answer, kind, what):
-    with pytest.raises(RowInvalid) as err:
+    with pytest.raises(InvalidRow) as err:
         resolve_answer(answer, options, kind)
     assert err.value.kind == what
 
@@ -138,7 +138,7 @@ def test_unresolvable_answers(options, answer, kind, what):
     ],
 )
 def test_bad_option_lists(options, kind):
-    with pytest.raises(RowInvalid) as err:
+    with pytest.raises(InvalidRow) as err:
         build_choices(options, 0, answer_kind="index")
     assert err.value.kind == kind
 

@@ -29,7 +29,7 @@ PLUGIN = textwrap.dedent('''
     import numpy as np
 
     from tempcore.benchmarks.base import Loader
-    from tempcore.benchmarks.choices import RowInvalid
+    from tempcore.benchmarks.choices import InvalidRow
     from tempcore.models.base import ModelResponse
     from tempcore.records import Sample
     from tempcore.selection import Frames, strategy
@@ -49,7 +49,7 @@ PLUGIN = textwrap.dedent('''
                 for row, line in enumerate(lines, 1):
                     parts = line.split("|")
                     if len(parts) != 5:
-                        yield file, row, RowInvalid("shape", f"{len(parts)} fields, expected 5", None)
+                        yield file, row, InvalidRow("shape", f"{len(parts)} fields, expected 5", None)
                         continue
                     sid, video, question, options, answer = parts
                     yield file, row, Sample("pipes", sid, video, question, tuple(options.split(";")), int(answer))

@@ -51,10 +51,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import platform
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -65,11 +62,12 @@ from pathlib import Path
 from typing import Any
 
 from tempcore._version import __version__
+from tempcore.environment import environment_info, git_revision
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
 from tempcore.redaction import REDACTED as REDACTED
 from tempcore.redaction import is_secret_key, redact_secrets, redact_text
-from tempcore.schema import KEY_COLUMNS, STORE_COLUMNS, predictions_ddl, store_column_names
+from tempcore.schema import KEY_COLUMNS, PASSTHROUGH, STORE_COLUMNS, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
@@ -80,6 +78,22 @@ SCHEMA_VERSION = 2
 _KEY_COLUMNS = KEY_COLUMNS
 _PREDICTION_COLUMNS = store_column_names()
 _COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct", "model_fingerprint", "sample_hash")
+
+# What the tidy export reads of each prediction (RunStore.export_rows), in this order.
+EXPORT_FIELDS: tuple[str, ...] = (*KEY_COLUMNS, *(n for n in PASSTHROUGH if n not in KEY_COLUMNS))
+_EXPORT_DERIVED_SQL = {
+    "parse_error": "parse_error",
+    "frame_indices": "json_extract(frames, '$.indices')",
+    "frame_timestamps": "json_extract(frames, '$.timestamps')",
+    "frames_requested": "json_extract(frames, '$.requested')",
+    "frames_grey": "json_extract(frames, '$.grey')",
+    "n_probs": "json_array_length(option_probs)",
+    "option_probs": "option_probs",
+    "run_id": "run_id",
+    "created_at": "created_at",
+}
+EXPORT_COLUMNS: tuple[str, ...] = (*EXPORT_FIELDS, *_EXPORT_DERIVED_SQL)
+"""The columns of :meth:`RunStore.export_rows`' rows."""
 
 _FINGERPRINTS_DDL = """
 CREATE TABLE IF NOT EXISTS fingerprints (
@@ -151,64 +165,7 @@ class StoreError(TempcoreError):
 # they are imported above and re-exported here for existing callers.
 
 
-# --- manifest helpers ----------------------------------------------------------------------
-
-_PACKAGES = (
-    "numpy",
-    "av",
-    "pillow",
-    "torch",
-    "transformers",
-    "tokenizers",
-    "safetensors",
-    "httpx",
-    "pyarrow",
-    "vllm",
-)
-
-
-def git_revision(path: str | os.PathLike[str] | None = None) -> str | None:
-    """The git commit of the checkout containing ``path`` (default: tempcore's source), ``+dirty``
-    appended when it has uncommitted changes; ``None`` when there is no git or no checkout."""
-    where = Path(path) if path is not None else Path(__file__).resolve().parent
-    try:
-        rev = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(where), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return f"{rev}+dirty" if dirty else rev or None
-
-
-def environment_info() -> dict[str, Any]:
-    """What a manifest records about the software: tempcore, Python, platform, package versions
-    (only installed ones; importing nothing heavy) and tempcore's git revision when available."""
-    from importlib import metadata
-
-    packages: dict[str, str] = {}
-    for name in _PACKAGES:
-        try:
-            packages[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            continue
-    return {
-        "tempcore": __version__,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "packages": packages,
-        "git_revision": git_revision(),
-    }
+# git / environment probing lives in :mod:`tempcore.environment` (re-exported here).
 
 
 def _now() -> str:
@@ -665,6 +622,20 @@ class RunStore:
             for r in batch:
                 yield dict(zip(names, r))
 
+    def export_rows(self, *, run_id: str | None = None, batch_size: int = 2048) -> Iterator[list[tuple[Any, ...]]]:
+        """The rows the tidy table (:mod:`tempcore.tidy`) is built from, in key order, in batches.
+
+        Each row is a tuple of :data:`EXPORT_COLUMNS`: the key, the Prediction fields the tidy table
+        passes through (:data:`tempcore.schema.PASSTHROUGH`), then the parts it derives columns from,
+        read out of the stored JSON here (frame indices / timestamps as JSON text, requested, grey,
+        the number of option probabilities, the probabilities as JSON text), and ``run_id`` /
+        ``created_at``. ``run_id`` restricts the rows to one run.
+        """
+        where, params = ("WHERE run_id = ?", [run_id]) if run_id is not None else ("", [])
+        sql = (f"SELECT {', '.join((*EXPORT_FIELDS, *_EXPORT_DERIVED_SQL.values()))} FROM predictions {where} "
+               f"ORDER BY {', '.join(_KEY_COLUMNS)}")
+        yield from self.iter_query(sql, params, batch_size=batch_size)
+
     def iter_query(
         self, sql: str, params: Sequence[Any] = (), *, batch_size: int = 2048
     ) -> Iterator[list[tuple[Any, ...]]]:
@@ -807,6 +778,8 @@ def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
 
 
 __all__ = [
+    "EXPORT_COLUMNS",
+    "EXPORT_FIELDS",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_FILENAME",

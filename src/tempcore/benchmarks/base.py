@@ -2,8 +2,9 @@
 
 A loader turns annotation files into :class:`~tempcore.records.Sample` records. It yields,
 for every row it reads, ``(file, row, outcome)`` where outcome is a Sample, a
-:class:`RowInvalid` (the row is broken) or a :class:`RowSkipped` (the row is fine but not a
-multiple-choice / grounding question, e.g. MLVU's open-ended tasks). The engine
+:class:`~tempcore.benchmarks.rows.InvalidRow` (the row is broken) or a
+:class:`~tempcore.benchmarks.rows.SkippedRow` (the row is fine but not a multiple-choice /
+grounding question, e.g. MLVU's open-ended tasks), without file and row: the engine locates them. The engine
 (:func:`run_loader`) owns what is common: duplicate ids, ``skip_invalid``, counting, and the
 content hash of the files read. Nothing is dropped silently: every row ends up in
 ``samples``, ``invalid`` or ``skipped``.
@@ -24,64 +25,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from tempcore.benchmarks.choices import RowInvalid, RowSkipped
 from tempcore.benchmarks.errors import AnnotationFileError, BenchmarkOptionError, InvalidRowError
 from tempcore.benchmarks.readers import FileLog, RawRow, read_rows
+from tempcore.benchmarks.rows import InvalidRow, SkippedRow
 from tempcore.records import Sample
 from tempcore.registry import suggest
-from tempcore.safejson import printable, text_problem
+from tempcore.safejson import text_problem
 
 VIDEO_SUFFIXES = (".mp4", ".mkv", ".webm", ".avi", ".mov", ".m4v", ".gif", ".flv", ".mpg", ".mpeg", ".wmv")
 MEDIA = ("video", "gif", "frames")
-
-
-@dataclass(frozen=True)
-class InvalidRow:
-    """A row that could not become a Sample. ``kind`` is a short category (``missing_field``,
-    ``no_options``, ``single_option``, ``unresolvable_answer``, ``ambiguous_answer``,
-    ``duplicate_id``, ``malformed_json``, ``malformed_row``, ``bad_value``, ``bad_interval``,
-    ...); ``reason`` the full sentence."""
-
-    file: Path
-    row: int
-    sample_id: str | None
-    reason: str
-    kind: str = "invalid"
-
-    def __str__(self) -> str:
-        where = f" [{self.sample_id}]" if self.sample_id else ""
-        return printable(f"{self.file}:{self.row}:{where} {self.reason}")  # a file name may hold any bytes
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": printable(str(self.file)),
-            "row": self.row,
-            "sample_id": self.sample_id,
-            "kind": self.kind,
-            "reason": self.reason,
-        }
-
-
-@dataclass(frozen=True)
-class SkippedRow:
-    """A well-formed row that is not used (open-ended, no public answer, ...), with the reason."""
-
-    file: Path
-    row: int
-    sample_id: str | None
-    reason: str
-
-    def __str__(self) -> str:
-        where = f" [{self.sample_id}]" if self.sample_id else ""
-        return printable(f"{self.file}:{self.row}:{where} skipped: {self.reason}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "file": printable(str(self.file)),
-            "row": self.row,
-            "sample_id": self.sample_id,
-            "reason": self.reason,
-        }
 
 
 @dataclass
@@ -129,7 +81,7 @@ class LoadContext:
         return default if value is None else value
 
 
-Outcome = tuple[Path, int, "Sample | RowInvalid | RowSkipped"]
+Outcome = tuple[Path, int, "Sample | InvalidRow | SkippedRow"]
 
 
 class Loader(ABC):
@@ -193,17 +145,17 @@ class Loader(ABC):
 
     @abstractmethod
     def read(self, annotations: Path, ctx: LoadContext) -> Iterable[Outcome]:
-        """Yield ``(file, row, Sample | RowInvalid | RowSkipped)`` for every row read."""
+        """Yield ``(file, row, Sample | InvalidRow | SkippedRow)`` for every row read."""
 
     def convert_rows(self, rows: Iterable[RawRow], make: Any) -> Iterator[Outcome]:
-        """Apply ``make(raw_row) -> Sample`` to each row, turning RowInvalid / RowSkipped into outcomes."""
+        """Apply ``make(raw_row) -> Sample`` to each row, turning InvalidRow / SkippedRow into outcomes."""
         for raw in rows:
-            if isinstance(raw.data, RowInvalid):
+            if isinstance(raw.data, InvalidRow):
                 yield raw.file, raw.row, raw.data
                 continue
             try:
                 yield raw.file, raw.row, make(raw)
-            except (RowInvalid, RowSkipped) as problem:
+            except (InvalidRow, SkippedRow) as problem:
                 if problem.sample_id is None:
                     problem.sample_id = self.row_id(raw)
                 yield raw.file, raw.row, problem
@@ -247,7 +199,7 @@ def run_loader(
         if isinstance(outcome, Sample):
             problem = sample_text_problem(outcome)
             if problem is not None:
-                outcome = RowInvalid("bad_text", problem, outcome.sample_id)
+                outcome = InvalidRow("bad_text", problem, outcome.sample_id)
         if isinstance(outcome, Sample):
             where = first_seen.get(outcome.sample_id)
             if where is None:
@@ -255,16 +207,15 @@ def run_loader(
                 samples.append(outcome)
                 continue
             first = f"{where[1]}" if where[0] == file else f"{where[0]}:{where[1]}"
-            outcome = RowInvalid(
+            outcome = InvalidRow(
                 "duplicate_id",
                 f"duplicate id {outcome.sample_id!r} (first at row {first})",
                 outcome.sample_id,
             )
-        sid = None if outcome.sample_id is None else printable(str(outcome.sample_id))
-        if isinstance(outcome, RowSkipped):
-            skipped.append(SkippedRow(file, row, sid, printable(outcome.reason)))
+        if isinstance(outcome, SkippedRow):
+            skipped.append(outcome.at(file, row))
             continue
-        bad = InvalidRow(file, row, sid, printable(outcome.reason), outcome.kind)
+        bad = outcome.at(file, row)
         if not skip_invalid:
             raise InvalidRowError(bad)
         invalid.append(bad)
@@ -306,14 +257,14 @@ def _jsonable(value: Any) -> Any:
 
 
 def require(data: Mapping[str, Any], name: str) -> Any:
-    """The value of a required field; missing, null or blank -> RowInvalid(missing_field)."""
+    """The value of a required field; missing, null or blank -> InvalidRow(missing_field)."""
     value = data.get(name)
     if (
         value is None
         or (isinstance(value, str) and not value.strip())
         or (isinstance(value, float) and math.isnan(value))
     ):
-        raise RowInvalid("missing_field", f"missing required field '{name}'")
+        raise InvalidRow("missing_field", f"missing required field '{name}'")
     return value
 
 
@@ -323,7 +274,7 @@ def require_text(data: Mapping[str, Any], name: str) -> str:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, (dict, list)):
-        raise RowInvalid("bad_value", f"field '{name}' must be text, not {type(value).__name__}")
+        raise InvalidRow("bad_value", f"field '{name}' must be text, not {type(value).__name__}")
     return str(value).strip()
 
 
@@ -341,22 +292,22 @@ def to_seconds(value: Any, name: str) -> float | None:
     if value is None or (isinstance(value, str) and not value.strip()):
         return None
     if isinstance(value, bool):
-        raise RowInvalid("bad_value", f"field '{name}' must be a number of seconds, not {value!r}")
+        raise InvalidRow("bad_value", f"field '{name}' must be a number of seconds, not {value!r}")
     try:
         seconds = float(value)
     except (TypeError, ValueError):
-        raise RowInvalid("bad_value", f"field '{name}' must be a number of seconds, not {value!r}") from None
+        raise InvalidRow("bad_value", f"field '{name}' must be a number of seconds, not {value!r}") from None
     if not math.isfinite(seconds):
-        raise RowInvalid("bad_value", f"field '{name}' must be finite, not {value!r}")
+        raise InvalidRow("bad_value", f"field '{name}' must be finite, not {value!r}")
     return seconds
 
 
 def check_segment(start: float | None, end: float | None) -> None:
     """A segment needs 0 <= start < end when both bounds are given."""
     if start is not None and start < 0:
-        raise RowInvalid("bad_interval", f"segment start {start} is negative")
+        raise InvalidRow("bad_interval", f"segment start {start} is negative")
     if start is not None and end is not None and not start < end:
-        raise RowInvalid("bad_interval", f"segment start {start} is not before end {end}")
+        raise InvalidRow("bad_interval", f"segment start {start} is not before end {end}")
 
 
 def video_file(name: str, ext: str = ".mp4") -> str:
@@ -372,7 +323,7 @@ def infer_media(video: str, declared: str | None = None) -> str:
     if declared:
         media = "frames" if declared == "frame" else declared
         if media not in MEDIA:
-            raise RowInvalid("bad_value", f"media must be one of {', '.join(MEDIA)}, not {declared!r}")
+            raise InvalidRow("bad_value", f"media must be one of {', '.join(MEDIA)}, not {declared!r}")
         return media
     return "gif" if video.lower().endswith(".gif") else "video"
 

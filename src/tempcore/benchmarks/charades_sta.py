@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tempcore.benchmarks.base import LoadContext, Loader, Outcome, to_seconds, video_file
-from tempcore.benchmarks.choices import RowInvalid
+from tempcore.benchmarks.choices import InvalidRow
 from tempcore.benchmarks.extremewhenbench import check_interval
 from tempcore.records import Sample
 
@@ -37,11 +37,11 @@ class CharadesSTALoader(Loader):
                     continue
                 yield file, lineno, self._sample(line, seen, ext)
 
-    def _sample(self, line: str, seen: dict[str, int], ext: str) -> Sample | RowInvalid:
+    def _sample(self, line: str, seen: dict[str, int], ext: str) -> Sample | InvalidRow:
         head, sep, sentence = line.partition("##")
         parts = head.split()
         if not sep or len(parts) != 3:
-            return RowInvalid("malformed_row", "expected 'VID START END##sentence'")
+            return InvalidRow("malformed_row", "expected 'VID START END##sentence'")
         vid = parts[0]
         n = seen.get(vid, 0)
         seen[vid] = n + 1
@@ -51,8 +51,8 @@ class CharadesSTALoader(Loader):
             assert start is not None and end is not None
             check_interval(start, end, None)
             if not sentence.strip():
-                raise RowInvalid("missing_field", "empty sentence")
-        except RowInvalid as problem:
+                raise InvalidRow("missing_field", "empty sentence")
+        except InvalidRow as problem:
             problem.sample_id = sid
             return problem
         return Sample(

@@ -1,8 +1,10 @@
 """Option normalisation and answer resolution shared by every multiple-choice loader.
 
-Pure functions over plain values. They raise :class:`RowInvalid` with a reason when a row
-cannot become a well-formed multiple-choice sample; the loaders turn that into an
-:class:`~tempcore.benchmarks.base.InvalidRow` naming the file and row.
+Pure functions over plain values. They raise :class:`~tempcore.benchmarks.rows.InvalidRow` with
+a reason when a row cannot become a well-formed multiple-choice sample; the load engine records it
+with the file and row. (``RowInvalid`` / ``RowSkipped``, the former names of
+:class:`~tempcore.benchmarks.rows.InvalidRow` / :class:`~tempcore.benchmarks.rows.SkippedRow`,
+are deprecated aliases kept for loaders written against them.)
 
 Rules (the issue leaves the details open; these are the choices made here):
 
@@ -30,6 +32,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from tempcore.benchmarks.rows import InvalidRow, SkippedRow
 from tempcore.records import LETTERS
 
 ANSWER_KINDS = ("letter", "index", "text", "auto")
@@ -40,25 +43,6 @@ _LETTER_ANSWER = re.compile(r"^\(?([A-Za-z])\)?[.:]?$")
 _UPPER_LETTER_ANSWER = re.compile(r"^\(?([A-Z])\)?[.:]?$")
 _INDEX_ANSWER = re.compile(r"^[+]?\d+$")
 _PADDING_TEXTS = {"n/a"}
-
-
-class RowInvalid(Exception):
-    """A row that cannot become a Sample: ``kind`` is a short category, ``reason`` the detail."""
-
-    def __init__(self, kind: str, reason: str, sample_id: str | None = None) -> None:
-        super().__init__(reason)
-        self.kind = kind
-        self.reason = reason
-        self.sample_id = sample_id
-
-
-class RowSkipped(Exception):
-    """A well-formed row that is not a multiple-choice / grounding sample (e.g. open-ended)."""
-
-    def __init__(self, reason: str, sample_id: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.sample_id = sample_id
 
 
 def option_text(value: Any) -> str | None:
@@ -109,7 +93,7 @@ def _match_text(answer: str, *candidates: Sequence[str | None]) -> int | None:
             if len(hits) == 1:
                 return hits[0]
             if len(hits) > 1:
-                raise RowInvalid(
+                raise InvalidRow(
                     "ambiguous_answer",
                     f"answer {answer!r} matches options {', '.join(LETTERS[h] for h in hits)} equally",
                 )
@@ -127,16 +111,16 @@ def resolve_answer(
 
     ``options`` are the (prefix-stripped) options in file order, padding included, so letters
     and indices keep the file's meaning; ``raw_options`` are the texts as given (text answers
-    are matched against them too). Raises :class:`RowInvalid` when the answer is missing,
+    are matched against them too). Raises :class:`InvalidRow` when the answer is missing,
     out of range, not among the options, or ambiguous.
     """
     if kind not in ANSWER_KINDS:
         raise ValueError(f"answer kind must be one of {ANSWER_KINDS}, not {kind!r}")
     n = len(options)
     if answer is None or (isinstance(answer, float) and math.isnan(answer)) or answer == "":
-        raise RowInvalid("missing_field", "missing required field: answer")
+        raise InvalidRow("missing_field", "missing required field: answer")
     if isinstance(answer, bool):
-        raise RowInvalid("unresolvable_answer", f"answer {answer!r} is a boolean, not an option")
+        raise InvalidRow("unresolvable_answer", f"answer {answer!r} is a boolean, not an option")
     candidates: dict[str, int] = {}
     problems: list[str] = []
 
@@ -148,7 +132,7 @@ def resolve_answer(
 
     if isinstance(answer, (int, float)):
         if isinstance(answer, float) and not answer.is_integer():
-            raise RowInvalid("unresolvable_answer", f"answer {answer!r} is not an option index")
+            raise InvalidRow("unresolvable_answer", f"answer {answer!r} is not an option index")
         if kind in ("index", "auto"):
             index_of(int(answer), "index")
         elif kind == "text":
@@ -181,41 +165,55 @@ def resolve_answer(
         return distinct.pop()
     if len(distinct) > 1:
         readings = ", ".join(f"as {how}: {LETTERS[i]}" for how, i in candidates.items())
-        raise RowInvalid("ambiguous_answer", f"answer {answer!r} is ambiguous ({readings})")
+        raise InvalidRow("ambiguous_answer", f"answer {answer!r} is ambiguous ({readings})")
     detail = "; ".join(problems) if problems else "not a letter, an index or an option text"
-    raise RowInvalid("unresolvable_answer", f"answer {answer!r} cannot be resolved: {detail}")
+    raise InvalidRow("unresolvable_answer", f"answer {answer!r} cannot be resolved: {detail}")
 
 
 def build_choices(raw_options: Any, answer: Any, *, answer_kind: str) -> tuple[tuple[str, ...], int]:
     """Normalised options and the answer's index in them (see the module docstring)."""
     if raw_options is None:
-        raise RowInvalid("no_options", "no options")
+        raise InvalidRow("no_options", "no options")
     if isinstance(raw_options, (str, bytes)) or not isinstance(raw_options, Sequence):
-        raise RowInvalid("no_options", f"options must be a list, not {type(raw_options).__name__}")
+        raise InvalidRow("no_options", f"options must be a list, not {type(raw_options).__name__}")
     texts = [option_text(o) for o in raw_options]
     if len(texts) > MAX_OPTIONS:
-        raise RowInvalid("too_many_options", f"{len(texts)} options; at most {MAX_OPTIONS} are supported")
+        raise InvalidRow("too_many_options", f"{len(texts)} options; at most {MAX_OPTIONS} are supported")
     real = sum(not is_padding(t) for t in texts)
     if real == 0:
-        raise RowInvalid(
+        raise InvalidRow(
             "no_options", "no options" if not texts else f"no options (all {len(texts)} are padding)"
         )
     stripped = strip_option_prefixes(texts)
     index = resolve_answer(answer, stripped, answer_kind, raw_options=texts)
     keep = [i for i, t in enumerate(stripped) if i == index or not is_padding(t)]
     if len(keep) < 2:
-        raise RowInvalid(
+        raise InvalidRow(
             "single_option", "single option" + (" after dropping padding" if len(texts) > 1 else "")
         )
     options = tuple((stripped[i] or "").strip() for i in keep)
     return options, keep.index(index)
 
 
+_DEPRECATED = {"RowInvalid": InvalidRow, "RowSkipped": SkippedRow}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        import warnings
+
+        new = _DEPRECATED[name].__name__
+        warnings.warn(f"tempcore.benchmarks.choices.{name} is deprecated; use tempcore.benchmarks.{new}",
+                      DeprecationWarning, stacklevel=2)
+        return _DEPRECATED[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "ANSWER_KINDS",
     "MAX_OPTIONS",
-    "RowInvalid",
-    "RowSkipped",
+    "InvalidRow",
+    "SkippedRow",
     "build_choices",
     "is_padding",
     "normalise_text",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from tempcore.benchmarks.base import LoadContext, Loader, Outcome, require_text, rest_metadata, video_file
-from tempcore.benchmarks.choices import RowInvalid, RowSkipped, build_choices
+from tempcore.benchmarks.choices import InvalidRow, SkippedRow, build_choices
 from tempcore.benchmarks.errors import AnnotationFileError
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import Sample
@@ -74,9 +74,9 @@ class EgoSchemaLoader(Loader):
                 raw_options = d.get("option", d.get("options"))
             answer = answers.get(sid, d.get("answer"))
             if answer is None:
-                raise RowSkipped("no public answer (not in the answers file)", sid)
+                raise SkippedRow("no public answer (not in the answers file)", sid)
             if raw_options is None:
-                raise RowInvalid("no_options", "no options ('option 0'..'option 4' missing)", sid)
+                raise InvalidRow("no_options", "no options ('option 0'..'option 4' missing)", sid)
             options, index = build_choices(raw_options, answer, answer_kind="index")
             return Sample(
                 benchmark=self.name,

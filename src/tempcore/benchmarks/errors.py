@@ -9,7 +9,7 @@ from tempcore.errors import TempcoreError
 from tempcore.registry import hint
 
 if TYPE_CHECKING:
-    from tempcore.benchmarks.base import InvalidRow
+    from tempcore.benchmarks.rows import InvalidRow
 
 
 class InvalidRowError(TempcoreError):
@@ -21,8 +21,8 @@ class InvalidRowError(TempcoreError):
 
     def __init__(self, invalid: InvalidRow) -> None:
         self.invalid = invalid
-        self.file: Path = invalid.file
-        self.row: int = invalid.row
+        self.file: Path | None = invalid.file
+        self.row: int | None = invalid.row
         self.sample_id: str | None = invalid.sample_id
         self.reason: str = invalid.reason
         super().__init__(

@@ -26,7 +26,7 @@ from tempcore.benchmarks.base import (
     to_seconds,
     video_file,
 )
-from tempcore.benchmarks.choices import RowInvalid
+from tempcore.benchmarks.choices import InvalidRow
 from tempcore.benchmarks.errors import BenchmarkOptionError
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import Sample
@@ -39,22 +39,22 @@ def parse_interval(value: object, name: str) -> tuple[float, float]:
     elif isinstance(value, (list, tuple)):
         parts = list(value)
     else:
-        raise RowInvalid("bad_interval", f"field '{name}' must be [start, end], not {value!r}")
+        raise InvalidRow("bad_interval", f"field '{name}' must be [start, end], not {value!r}")
     if len(parts) != 2:
-        raise RowInvalid("bad_interval", f"field '{name}' must have two bounds [start, end], not {value!r}")
+        raise InvalidRow("bad_interval", f"field '{name}' must have two bounds [start, end], not {value!r}")
     start, end = to_seconds(parts[0], f"{name}[0]"), to_seconds(parts[1], f"{name}[1]")
     if start is None or end is None:
-        raise RowInvalid("bad_interval", f"field '{name}' has an empty bound: {value!r}")
+        raise InvalidRow("bad_interval", f"field '{name}' has an empty bound: {value!r}")
     return start, end
 
 
 def check_interval(start: float, end: float, duration: float | None, tolerance: float = 0.0) -> None:
     if start < 0:
-        raise RowInvalid("bad_interval", f"interval start {start} is negative")
+        raise InvalidRow("bad_interval", f"interval start {start} is negative")
     if not start < end:
-        raise RowInvalid("bad_interval", f"interval start {start} is not before end {end}")
+        raise InvalidRow("bad_interval", f"interval start {start} is not before end {end}")
     if duration is not None and end > duration + tolerance:
-        raise RowInvalid("bad_interval", f"interval end {end} is past the video duration {duration}")
+        raise InvalidRow("bad_interval", f"interval end {end} is past the video duration {duration}")
 
 
 class ExtremeWhenBenchLoader(Loader):

@@ -40,7 +40,7 @@ from tempcore.benchmarks.base import (
     rest_metadata,
     to_seconds,
 )
-from tempcore.benchmarks.choices import RowInvalid, build_choices
+from tempcore.benchmarks.choices import InvalidRow, build_choices
 from tempcore.benchmarks.extremewhenbench import check_interval, parse_interval
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import Sample
@@ -65,10 +65,10 @@ def numbered_options(d: dict[str, Any]) -> tuple[list[str], list[Any]]:
     found = sorted((int(m.group(1)), k) for k in d if (m := _NUMBERED.match(k)))
     families = {k.startswith("option_") for _, k in found}
     if len(families) > 1:
-        raise RowInvalid("bad_value", "both option_N and aN option columns are present; use one family")
+        raise InvalidRow("bad_value", "both option_N and aN option columns are present; use one family")
     indices = [i for i, _ in found]
     if indices and indices != list(range(len(indices))):
-        raise RowInvalid("bad_value", f"numbered option columns must run 0..N without gaps, found {indices}")
+        raise InvalidRow("bad_value", f"numbered option columns must run 0..N without gaps, found {indices}")
     return [k for _, k in found], [d[k] for _, k in found]
 
 
@@ -80,11 +80,11 @@ def _options_value(value: Any) -> Any:
         try:
             parsed = safejson.loads(text)
         except safejson.JSONTooDeepError:
-            raise RowInvalid(
+            raise InvalidRow(
                 "too_deep", f"options: JSON nested deeper than {safejson.MAX_DEPTH} levels"
             ) from None
         except json.JSONDecodeError:
-            raise RowInvalid(
+            raise InvalidRow(
                 "bad_value", "options must be a JSON list (in CSV: one cell holding a JSON list)"
             ) from None
         return parsed
@@ -113,7 +113,7 @@ class GenericLoader(Loader):
             listed = _options_value(d.get("options"))
             has_numbered = any(v not in (None, "") for v in numbered)
             if listed is not None and has_numbered:
-                raise RowInvalid(
+                raise InvalidRow(
                     "bad_value", "both 'options' and numbered option fields are given; use one", sid
                 )
             raw_options = listed if listed is not None else (numbered if has_numbered else None)
@@ -126,7 +126,7 @@ class GenericLoader(Loader):
             answer = None
             if raw_options is not None or interval is None:
                 if raw_options is None:
-                    raise RowInvalid("no_options", "no options (and no answer_interval)", sid)
+                    raise InvalidRow("no_options", "no options (and no answer_interval)", sid)
                 options, answer = build_choices(raw_options, require(d, "answer"), answer_kind="auto")
             start, end = to_seconds(d.get("start"), "start"), to_seconds(d.get("end"), "end")
             check_segment(start, end)

@@ -28,7 +28,7 @@ from tempcore.benchmarks.base import (
     rest_metadata,
     to_seconds,
 )
-from tempcore.benchmarks.choices import RowInvalid
+from tempcore.benchmarks.choices import InvalidRow
 from tempcore.benchmarks.errors import BenchmarkOptionError
 from tempcore.benchmarks.extremewhenbench import check_interval, parse_interval
 from tempcore.benchmarks.readers import RawRow
@@ -39,14 +39,14 @@ def parse_windows(
     value: Any, name: str, duration: float | None = None, tolerance: float = 0.0
 ) -> tuple[tuple[float, float], ...]:
     """A non-empty list of ``[start, end]`` windows (a JSON string is parsed), each checked with
-    ``0 <= start < end <= duration + tolerance``; RowInvalid(bad_interval) otherwise."""
+    ``0 <= start < end <= duration + tolerance``; InvalidRow(bad_interval) otherwise."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except json.JSONDecodeError:
-            raise RowInvalid("bad_interval", f"field '{name}' must be a JSON list of [start, end]") from None
+            raise InvalidRow("bad_interval", f"field '{name}' must be a JSON list of [start, end]") from None
     if not isinstance(value, (list, tuple)) or not value:
-        raise RowInvalid("bad_interval", f"field '{name}' must be a non-empty list of [start, end], not {value!r}")
+        raise InvalidRow("bad_interval", f"field '{name}' must be a non-empty list of [start, end], not {value!r}")
     out = []
     for i, w in enumerate(value):
         s, e = parse_interval(w, f"{name}[{i}]")
@@ -96,9 +96,9 @@ class GroundingLoader(Loader):
                 interval = parse_interval(d["answer_interval"], "answer_interval")
                 check_interval(*interval, duration, tolerance)
             if not windows and interval is None:
-                raise RowInvalid("missing_field", "missing ground truth: give 'answer_windows' or 'answer_interval'")
+                raise InvalidRow("missing_field", "missing ground truth: give 'answer_windows' or 'answer_interval'")
             if windows and interval is not None and windows[0] != interval:
-                raise RowInvalid("bad_interval", f"answer_interval {list(interval)} is not the first answer window")
+                raise InvalidRow("bad_interval", f"answer_interval {list(interval)} is not the first answer window")
             start, end = to_seconds(d.get("start"), "start"), to_seconds(d.get("end"), "end")
             check_segment(start, end)
             media = str(d["media"]).strip() if d.get("media") not in (None, "") else None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from tempcore.benchmarks.base import LoadContext, Loader, Outcome, require, require_text, rest_metadata
-from tempcore.benchmarks.choices import RowSkipped, build_choices
+from tempcore.benchmarks.choices import SkippedRow, build_choices
 from tempcore.benchmarks.errors import BenchmarkOptionError
 from tempcore.benchmarks.readers import RawRow, natural_key
 from tempcore.records import Sample
@@ -52,7 +52,7 @@ class MLVULoader(Loader):
                 sid = f"{task}_{raw.row - 1}"
                 qtype = str(d.get("question_type") or "")
                 if "candidates" not in d or qtype in OPEN_ENDED_TYPES:
-                    raise RowSkipped(
+                    raise SkippedRow(
                         f"open-ended (question_type {qtype or 'unknown'!r}): not multiple choice", sid
                     )
                 video = require_text(d, "video")

@@ -25,7 +25,7 @@ from tempcore.benchmarks.base import (
     rest_metadata,
     video_file,
 )
-from tempcore.benchmarks.choices import RowInvalid, build_choices
+from tempcore.benchmarks.choices import InvalidRow, build_choices
 from tempcore.benchmarks.errors import AnnotationFileError
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import Sample
@@ -64,13 +64,13 @@ class NExTQALoader(Loader):
             sid = f"{vid}_{require_text(d, 'qid')}"
             if video_map is not None:
                 if vid not in video_map:
-                    raise RowInvalid("unknown_video", f"video {vid!r} is not in {map_path}", sid)
+                    raise InvalidRow("unknown_video", f"video {vid!r} is not in {map_path}", sid)
                 video = video_file(str(video_map[vid]), ext)
             else:
                 video = video_file(vid, ext)
             raw_options = [d.get(f"a{i}") for i in range(5) if f"a{i}" in d]
             if not raw_options:
-                raise RowInvalid("no_options", "no options (columns a0..a4 missing)", sid)
+                raise InvalidRow("no_options", "no options (columns a0..a4 missing)", sid)
             options, answer = build_choices(raw_options, require(d, "answer"), answer_kind="index")
             meta = rest_metadata(d, ("question", "answer", *(f"a{i}" for i in range(5))))
             for column in ("frame_count", "width", "height"):

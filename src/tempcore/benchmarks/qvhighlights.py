@@ -26,7 +26,7 @@ from tempcore.benchmarks.base import (
     to_seconds,
     video_file,
 )
-from tempcore.benchmarks.choices import RowSkipped
+from tempcore.benchmarks.choices import SkippedRow
 from tempcore.benchmarks.grounding import parse_windows, tolerance_option
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import Sample
@@ -50,7 +50,7 @@ class QVHighlightsLoader(Loader):
             d = raw.data
             sid = require_text(d, "qid")
             if d.get("relevant_windows") is None:
-                raise RowSkipped("no public ground truth (no relevant_windows)", sid)
+                raise SkippedRow("no public ground truth (no relevant_windows)", sid)
             duration = to_seconds(d.get("duration"), "duration")
             windows = parse_windows(require(d, "relevant_windows"), "relevant_windows", duration, tolerance)
             return Sample(

@@ -3,7 +3,7 @@
 Row numbers are 1-based: the physical line for JSONL and CSV (the header is line 1, so the
 first CSV record is line 2; a record spanning several lines is numbered by its first line),
 the list position for JSON lists and Parquet tables. A malformed JSONL line or CSV record
-becomes a :class:`RawRow` whose ``data`` is a :class:`RowInvalid`, so the caller can report
+becomes a :class:`RawRow` whose ``data`` is a :class:`InvalidRow`, so the caller can report
 it and go on; a file that cannot be parsed at all raises :class:`AnnotationFileError`.
 
 Hostile input (see :mod:`tempcore.safejson`): JSONL lines end at ``\n`` only (U+2028 /
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tempcore import safejson
-from tempcore.benchmarks.choices import RowInvalid
+from tempcore.benchmarks.choices import InvalidRow
 from tempcore.benchmarks.errors import AnnotationFileError
 
 TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
@@ -36,11 +36,11 @@ TABLE_SUFFIXES = (".json", ".jsonl", ".csv", ".tsv", ".parquet")
 
 @dataclass(frozen=True)
 class RawRow:
-    """One row as read from a file: a dict, or a RowInvalid for a line that did not parse."""
+    """One row as read from a file: a dict, or a InvalidRow for a line that did not parse."""
 
     file: Path
     row: int
-    data: dict[str, Any] | RowInvalid
+    data: dict[str, Any] | InvalidRow
 
 
 @dataclass
@@ -124,8 +124,8 @@ def read_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
         )
 
 
-def _too_deep() -> RowInvalid:
-    return RowInvalid("too_deep", f"JSON nested deeper than {safejson.MAX_DEPTH} levels")
+def _too_deep() -> InvalidRow:
+    return InvalidRow("too_deep", f"JSON nested deeper than {safejson.MAX_DEPTH} levels")
 
 
 def _json_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
@@ -161,7 +161,7 @@ def _json_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
         yield RawRow(path, i, _checked(item))
 
 
-def _checked(item: Any) -> dict[str, Any] | RowInvalid:
+def _checked(item: Any) -> dict[str, Any] | InvalidRow:
     """A parsed row, or why it is not one (not an object; nested too deep: the list is level 1)."""
     if not isinstance(item, dict):
         return _not_object(item)
@@ -187,17 +187,17 @@ def _jsonl_rows(path: Path, log: FileLog) -> Iterator[RawRow]:
             yield RawRow(
                 path,
                 lineno,
-                RowInvalid("malformed_json", f"malformed JSON line: {exc.msg} (column {exc.colno})"),
+                InvalidRow("malformed_json", f"malformed JSON line: {exc.msg} (column {exc.colno})"),
             )
             continue
         except ValueError as exc:  # not UTF-8
-            yield RawRow(path, lineno, RowInvalid("bad_text", f"line is {exc}"))
+            yield RawRow(path, lineno, InvalidRow("bad_text", f"line is {exc}"))
             continue
         yield RawRow(path, lineno, item if isinstance(item, dict) else _not_object(item))
 
 
-def _not_object(item: Any) -> RowInvalid:
-    return RowInvalid("malformed_row", f"expected a JSON object, found {type(item).__name__}")
+def _not_object(item: Any) -> InvalidRow:
+    return InvalidRow("malformed_row", f"expected a JSON object, found {type(item).__name__}")
 
 
 def _csv_rows(path: Path, log: FileLog, *, delimiter: str) -> Iterator[RawRow]:
@@ -220,7 +220,7 @@ def _csv_rows(path: Path, log: FileLog, *, delimiter: str) -> Iterator[RawRow]:
         except StopIteration:
             return
         except csv.Error as exc:
-            yield RawRow(path, first_line, RowInvalid("malformed_row", f"malformed CSV record: {exc}"))
+            yield RawRow(path, first_line, InvalidRow("malformed_row", f"malformed CSV record: {exc}"))
             line_end = reader.line_num
             continue
         line_end = reader.line_num
@@ -230,7 +230,7 @@ def _csv_rows(path: Path, log: FileLog, *, delimiter: str) -> Iterator[RawRow]:
             yield RawRow(
                 path,
                 first_line,
-                RowInvalid(
+                InvalidRow(
                     "malformed_row", f"CSV record has {len(record)} fields, the header has {len(header)}"
                 ),
             )

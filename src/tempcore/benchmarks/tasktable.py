@@ -40,7 +40,7 @@ from tempcore.benchmarks.base import (
     rest_metadata,
     to_seconds,
 )
-from tempcore.benchmarks.choices import RowInvalid, build_choices
+from tempcore.benchmarks.choices import InvalidRow, build_choices
 from tempcore.benchmarks.errors import AnnotationFileError, BenchmarkOptionError
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import Sample
@@ -161,7 +161,7 @@ class TaskTableLoader(Loader):
         if spec.bound:
             if d.get("start") is None or d.get("end") is None:
                 missing = "start" if d.get("start") is None else "end"
-                raise RowInvalid(
+                raise InvalidRow(
                     "missing_field",
                     f"missing required field '{missing}' (task {spec.task} has segments)",
                     sid,

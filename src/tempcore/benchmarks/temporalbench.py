@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tempcore.benchmarks.base import LoadContext, Loader, Outcome, require, require_text, rest_metadata
-from tempcore.benchmarks.choices import RowInvalid, build_choices
+from tempcore.benchmarks.choices import InvalidRow, build_choices
 from tempcore.benchmarks.readers import RawRow
 from tempcore.records import LETTERS, Sample
 
@@ -78,9 +78,9 @@ class TemporalBenchLoader(Loader):
             raw_question = require_text(d, "question")
             stem, options, suffix = split_question(raw_question)
             if not stem:
-                raise RowInvalid("missing_field", "the question has no text before its options", sid)
+                raise InvalidRow("missing_field", "the question has no text before its options", sid)
             if not options:
-                raise RowInvalid(
+                raise InvalidRow(
                     "no_options",
                     "no options found in the question text (expected lines 'A. ...', 'B. ...')",
                     sid,

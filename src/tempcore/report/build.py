@@ -1,8 +1,9 @@
 """Collect everything a report shows: the diagnosis, every analysis the predictions allow, the
 figures, and the sample browser.
 
-Each analysis of :mod:`tempcore.diagnostics.analyses` (and the accuracy table of
-:mod:`tempcore.diagnostics.accuracy`) is listed in :data:`CATALOGUE` with what it needs. Before
+Each analysis is registered in :data:`tempcore.report.catalogue.ANALYSES` with its section, title
+and what it needs (the paper's analyses of :mod:`tempcore.diagnostics.analyses`, the accuracy
+table of :mod:`tempcore.diagnostics.accuracy`, and any a user's package adds). Before
 running one, the report checks the predictions hold what it needs (e.g. window-oracle and uniform
 rows, MaxProb at two or more K, a ratings file); when they do not, the report lists it as *not
 available* with the reason, and when an analysis fails anyway (an ambiguous condition, a bad
@@ -25,13 +26,14 @@ from __future__ import annotations
 
 import datetime as _dt
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tempcore._version import __version__
 from tempcore.report import plots
+from tempcore.report.catalogue import ANALYSES, Context, Facts, Needs, Run, sections
 
 CATEGORY_ORDER = ("trivial", "frame_agnostic", "temporally_grounded", "visual_bias", "incomplete")
 
@@ -84,223 +86,14 @@ class Report:
         return [i for s in self.sections for i in s.items if isinstance(i, FigureItem)]
 
 
-# --- what the predictions hold ------------------------------------------------------------------
-
-
-@dataclass
-class Facts:
-    """What the predictions table holds, for deciding which analyses can run."""
-
-    pairs: set[tuple[str, str]]  # (strategy, mode)
-    maxprob_k: dict[str, list[int]]  # mode -> K values of MaxProb rows
-    maxprob_encoders: dict[str, list[str]]
-    columns: set[str]
-    models: list[str]
-
-    @classmethod
-    def of(cls, table: Any) -> Facts:
-        import pyarrow.compute as pc
-
-        pairs = {(str(r["strategy"]), str(r["mode"]))
-                 for r in table.select(["strategy", "mode"]).group_by(["strategy", "mode"]).aggregate([]).to_pylist()}
-        mp = table.filter(pc.fill_null(pc.equal(table.column("strategy"), "maxprob"), False))
-        ks: dict[str, list[int]] = {}
-        encs: dict[str, list[str]] = {}
-        for mode in {m for s, m in pairs if s == "maxprob"}:
-            sub = mp.filter(pc.fill_null(pc.equal(mp.column("mode"), mode), False))
-            ks[mode] = sorted(pc.unique(sub.column("k")).drop_null().to_pylist())
-            if "encoder" in table.column_names:
-                encs[mode] = sorted(pc.unique(sub.column("encoder")).drop_null().to_pylist())
-        models = sorted(pc.unique(table.column("model")).to_pylist())
-        return cls(pairs, ks, encs, set(table.column_names), models)
-
-    def has(self, strategy: str, mode: str | None = None) -> bool:
-        return any(s == strategy and (mode is None or m == mode) for s, m in self.pairs)
-
-
-@dataclass
-class Context:
-    """Inputs of the analyses."""
-
-    table: Any
-    enc: Any
-    diagnosis: Any
-    facts: Facts
-    fss_mode: str
-    scoring: str
-    k: int | None = None
-    encoder: str | None = None
-    models: Sequence[str] | None = None
-    ratings: Any = None
-    external: Any = None
-    text_models: Sequence[str] = ()
-    same_backbone: Sequence[tuple[str, str]] = ()
-    n_boot: int = 2000
-    seed: int = 0
-
-    @property
-    def score_filters(self) -> dict[str, Any]:
-        return {k: v for k, v in (("k", self.k), ("encoder", self.encoder)) if v is not None}
-
-    @property
-    def k_filter(self) -> dict[str, Any]:
-        return {} if self.k is None else {"k": self.k}
-
-    def ablation_mode(self, what: dict[str, list[Any]]) -> str | None:
-        """Q-mode (the paper's Tables 12 and 18) when it has two or more values, else the FSS mode."""
-        for mode in ("q", self.fss_mode):
-            if len(what.get(mode, [])) >= 2:
-                return mode
-        return None
-
-
-Needs = Callable[[Context], str | None]  # None when the analysis can run, else what it needs
-Run = Callable[[Context], Any]
-
-
-def _needs_pairs(*pairs: tuple[str, str | None]) -> Needs:
-    def check(ctx: Context) -> str | None:
-        missing = [f"{s}" + (f" ({m}-mode)" if m else "") for s, m in pairs if not ctx.facts.has(s, m)]
-        return None if not missing else "needs " + " and ".join(missing) + " predictions"
-
-    return check
-
-
-def _needs_oracle(ctx: Context) -> str | None:
-    return _needs_pairs(("oracle", None), ("uniform", None))(ctx)
+# --- the analyses ------------------------------------------------------------------------------
 
 
 def _catalogue() -> list[tuple[str, str, str, Needs, Run]]:
-    """(section, key, title, needs, run) for every analysis, in report order."""
-    from tempcore.diagnostics import accuracy as acc
-    from tempcore.diagnostics import analyses as an
-
-    def fss_pairs(ctx: Context) -> str | None:
-        return _needs_pairs(("maxprob", ctx.fss_mode), ("minprob", ctx.fss_mode))(ctx)
-
-    def k_needs(ctx: Context) -> str | None:
-        return None if ctx.ablation_mode(ctx.facts.maxprob_k) else "needs MaxProb predictions at two or more K"
-
-    def enc_needs(ctx: Context) -> str | None:
-        return None if ctx.ablation_mode(ctx.facts.maxprob_encoders) else \
-            "needs MaxProb predictions with two or more encoders"
-
-    def coverage_needs(ctx: Context) -> str | None:
-        return None if "n_frames" in ctx.facts.columns else \
-            "needs an n_frames column (the number of scored frames L per sample)"
-
-    def ratings_needs(ctx: Context) -> str | None:
-        return None if ctx.ratings is not None else "needs human ratings (--ratings FILE)"
-
-    def external_needs(ctx: Context) -> str | None:
-        return None if ctx.external is not None else "needs external benchmark scores (--external-scores FILE)"
-
-    def text_needs(ctx: Context) -> str | None:
-        if not ctx.text_models:
-            return "needs text-only LLMs among the models (--text-models NAME ...)"
-        return _needs_pairs(("noframe", None))(ctx)
-
-    def backbone_needs(ctx: Context) -> str | None:
-        return None if ctx.same_backbone else "needs a text-only LLM and its VLM (--same-backbone TEXT=VLM)"
-
-    def coverage(ctx: Context) -> Any:
-        k = ctx.k
-        if k is None:
-            ks = ctx.facts.maxprob_k.get(ctx.fss_mode, [])
-            if len(ks) != 1:
-                raise an.AnalysisError(f"MaxProb rows have K values {ks}; choose one with --k")
-            k = ks[0]
-        return an.abs_fss_by_coverage(ctx.diagnosis, an.frame_counts_from_table(ctx.table), k=k)
-
-    def backbone(ctx: Context) -> Any:
-        tables = [an.same_backbone_control(ctx.enc, text_model=t, vlm_model=v, n_boot=ctx.n_boot, seed=ctx.seed)
-                  for t, v in ctx.same_backbone]
-        if len(tables) == 1:
-            return tables[0]
-        first = tables[0]
-        first.rows = [{"pair": f"{t} / {v}", **r} for (t, v), tb in zip(ctx.same_backbone, tables) for r in tb.rows]
-        first.columns = ["pair", *first.columns]
-        first.title = "Same-backbone controls (Table 16)"
-        return first
-
-    def b(ctx: Context) -> dict[str, Any]:
-        return {"n_boot": ctx.n_boot, "seed": ctx.seed}
-
-    profiles = "profiles"
-    accuracy = "accuracy"
-    oracle = "oracle"
-    sweeps = "sweeps"
-    validation = "validation"
-    return [
-        (profiles, "benchmark_profiles", "Benchmark quality profiles (Table 4)", lambda c: None,
-         lambda c: an.benchmark_profiles(c.diagnosis)),
-        (profiles, "key_antikey_fractions", "Key / Anti-key fractions (Table 3)", lambda c: None,
-         lambda c: an.key_antikey_fractions(c.diagnosis)),
-        (profiles, "lis_fss_spearman", "LIS–FSS Spearman correlation (§7.1)", lambda c: None,
-         lambda c: an.lis_fss_spearman(c.diagnosis)),
-        (accuracy, "accuracy", "Accuracy per model x condition with Wilson 95% intervals", lambda c: None,
-         lambda c: collapse_rotations(acc.accuracy_table(c.table, models=c.models))),
-        (accuracy, "maxprob_vs_minprob", "MaxProb vs MinProb (Fig. 2, Table 21)", fss_pairs,
-         lambda c: an.maxprob_vs_minprob(c.enc, mode=c.fss_mode, filters=c.score_filters, models=c.models, **b(c))),
-        (accuracy, "q_vs_qa_maxprob", "MaxProb accuracy, Q-mode vs QA-mode (Tables 1, 20)",
-         _needs_pairs(("maxprob", "q"), ("maxprob", "qa")),
-         lambda c: an.q_vs_qa_maxprob(c.enc, filters=c.score_filters, models=c.models, **b(c))),
-        (accuracy, "strategy_baselines", "Random and Uniform baselines (Table 17)",
-         lambda c: _needs_pairs(("maxprob", c.fss_mode), ("random", None), ("uniform", None),
-                                ("minprob", c.fss_mode))(c),
-         lambda c: an.strategy_baselines(c.enc, mode=c.fss_mode, filters=c.k_filter, models=c.models, **b(c))),
-        (accuracy, "k_ablation", "Frame budget K ablation (Table 12)", k_needs,
-         lambda c: an.k_ablation(c.enc, mode=c.ablation_mode(c.facts.maxprob_k) or "q",
-                                 filters={} if c.encoder is None else {"encoder": c.encoder}, models=c.models,
-                                 **b(c))),
-        (accuracy, "encoder_comparison", "Encoder comparison (Table 18)", enc_needs,
-         lambda c: an.encoder_comparison(c.enc, mode=c.ablation_mode(c.facts.maxprob_encoders) or "q",
-                                         filters=c.k_filter, models=c.models, **b(c))),
-        (oracle, "uniform_vs_oracle", "Uniform vs window oracle (Table 22, Fig. 3)", _needs_oracle,
-         lambda c: an.uniform_vs_oracle(c.enc, filters=c.k_filter, models=c.models, **b(c))),
-        (oracle, "oracle_gap_by_fss_category", "Oracle gap by FSS category (Table 2)", _needs_oracle,
-         lambda c: an.oracle_gap_by_fss_category(c.enc, c.diagnosis, models=c.models, **b(c))),
-        (oracle, "oracle_gap_by_fss_bin", "Oracle gap by FSS bin (Figs. 6, 9)", _needs_oracle,
-         lambda c: an.oracle_gap_by_fss_bin(c.enc, c.diagnosis, bin_width=None if c.scoring == "hard" else 0.1,
-                                            models=c.models)),
-        (oracle, "oracle_gap_vs_abs_fss", "Oracle gap against |FSS| (Fig. 10)", _needs_oracle,
-         lambda c: an.oracle_gap_vs_abs_fss(c.enc, c.diagnosis, models=c.models)),
-        (oracle, "correct_window_centroids", "Correct-window centroids (Table 7)", _needs_pairs(("oracle", None)),
-         lambda c: an.correct_window_centroids(c.enc, c.diagnosis, models=c.models)),
-        (sweeps, "tau_sweep", "tau sweep", lambda c: None,
-         lambda c: an.threshold_sweep(c.diagnosis, taus=an.DEFAULT_TAUS)),
-        (sweeps, "lambda_sweep", "lambda sweep", lambda c: None,
-         lambda c: an.threshold_sweep(c.diagnosis, taus=[float(c.diagnosis.params.get("tau", 0.15))],
-                                      lambdas=an.DEFAULT_LAMBDAS)),
-        (sweeps, "abs_fss_by_coverage", "|FSS| by frame coverage K/L (Table 14)", coverage_needs, coverage),
-        (validation, "human_metric_correlations", "Metric correlations with human scores (Table 8)", ratings_needs,
-         lambda c: an.human_metric_correlations(c.diagnosis, c.ratings)),
-        (validation, "human_scores_by_category", "Human scores by FSS category (Table 9)", ratings_needs,
-         lambda c: an.human_scores_by_category(c.diagnosis, c.ratings)),
-        (validation, "human_category_tests", "Mann–Whitney tests against Non-key (§B.2)", ratings_needs,
-         lambda c: an.human_category_tests(c.diagnosis, c.ratings)),
-        (validation, "human_tau_sweep", "tau sweep against human labels (Table 10)", ratings_needs,
-         lambda c: an.human_tau_sweep(c.diagnosis, c.ratings)),
-        (validation, "external_ranking_correlation", "Key vs Non-key ranking vs external benchmarks (Table 11)",
-         external_needs,
-         lambda c: an.external_ranking_correlation(c.enc, c.diagnosis, c.external,
-                                                   condition=an.Cond("maxprob", c.fss_mode, c.score_filters),
-                                                   models=c.models)),
-        (validation, "text_only_probe", "Text-only contamination probe (Table 15)", text_needs,
-         lambda c: an.text_only_probe(c.enc, vlm_models=[m for m in c.facts.models if m not in c.text_models],
-                                      text_models=list(c.text_models), **b(c))),
-        (validation, "same_backbone_control", "Same-backbone control (Table 16)", backbone_needs, backbone),
-    ]
-
-
-SECTIONS = (
-    ("profiles", "Benchmark quality profiles",
-     "FSS (MaxProb vs MinProb), LIS (no-frame), the FSS categories and the LIS x FSS taxonomy with TPI."),
-    ("accuracy", "Accuracy", "Accuracy per model and condition, and the paper's strategy comparisons."),
-    ("oracle", "Oracle gap", "Window-oracle vs uniform sampling, and how the gap depends on FSS."),
-    ("sweeps", "Threshold sweeps and frame coverage", ""),
-    ("validation", "Validation and contamination probes", "Analyses that need inputs beyond the predictions."),
-)
+    """(section, key, title, needs, run) for every registered analysis, in report order (derived from
+    :data:`tempcore.report.catalogue.ANALYSES`)."""
+    entries = [ANALYSES[name] for name in ANALYSES]
+    return [(e.section, e.key, e.title, e.unmet, e.run) for e in entries]
 
 
 def run_analyses(ctx: Context) -> dict[str, TableItem]:
@@ -331,7 +124,7 @@ def collapse_rotations(result: Any) -> Any:
     if "rotation" not in result.columns:
         return result
     figures = [c for c in result.columns if c != "rotation" and c not in ("accuracy", "ci_low", "ci_high")]
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in result.rows:
         groups.setdefault(tuple(str(row.get(c)) for c in figures), []).append(row)
     merged = 0
@@ -346,7 +139,7 @@ def collapse_rotations(result: Any) -> Any:
         if len(same) > 1 and len(rotations) == len(same):
             merged += 1
             ints = all(isinstance(r, int) for r in rotations)
-            if ints and rotations == list(range(rotations[0], rotations[-1] + 1)):
+            if ints and rotations == list(range(int(rotations[0] or 0), int(rotations[-1] or 0) + 1)):
                 span = f"{rotations[0]}-{rotations[-1]}"
             else:
                 span = ",".join(str(r) for r in rotations)
@@ -494,17 +287,17 @@ def build_report(
     ctx = Context(table, enc, diagnosis, Facts.of(table), fss_mode, scoring, k, encoder, models, ratings,
                   external, tuple(text_models), tuple(same_backbone), n_boot, seed)
     items = run_analyses(ctx)
-    sections = {key: Section(key, name, intro=intro) for key, name, intro in SECTIONS}
+    by_key = {key: Section(key, name, intro=intro) for key, name, intro in sections()}
     for section, key, _, _, _ in _catalogue():
-        sections[section].items.append(items[key])
-    prof = sections["profiles"].items
+        by_key[section].items.append(items[key])
+    prof = by_key["profiles"].items
     prof[3:3] = [*fss_histograms(diagnosis, tau), *lis_fss_scatters(diagnosis, tau, lam)]
-    acc_items = sections["accuracy"].items
+    acc_items = by_key["accuracy"].items
     pos = next(i for i, it in enumerate(acc_items) if it.key == "maxprob_vs_minprob") + 1
     acc_items[pos:pos] = maxprob_minprob_figures(items["maxprob_vs_minprob"])
     gap_fig = oracle_gap_figure(items["oracle_gap_by_fss_bin"])
     if gap_fig is not None:
-        o = sections["oracle"].items
+        o = by_key["oracle"].items
         pos = next(i for i, it in enumerate(o) if it.key == "oracle_gap_by_fss_bin") + 1
         o.insert(pos, gap_fig)
     samples = {}
@@ -529,7 +322,7 @@ def build_report(
 
     extra = [s for s in (mba_section(table, samples), ablations_section(table, n_boot=n_boot, seed=seed, tau=tau,
                                                                         lam=lam)) if s is not None]
-    return Report(title, created or _now(), params, info, diagnosis, [*sections.values(), *extra], browser)
+    return Report(title, created or _now(), params, info, diagnosis, [*by_key.values(), *extra], browser)
 
 
 def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = True) -> list[Path]:
@@ -563,4 +356,5 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)[:80]
 
 
-__all__ = ["FigureItem", "Report", "Section", "TableItem", "build_report", "run_analyses", "write_report"]
+__all__ = ["Context", "Facts", "FigureItem", "Report", "Section", "TableItem", "build_report", "run_analyses",
+           "write_report"]

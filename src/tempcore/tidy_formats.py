@@ -1,0 +1,259 @@
+"""The file formats of the tidy predictions table: Parquet, CSV and JSONL, written atomically and
+read back with the checks Arrow's readers lack (UTF-8, JSON nesting depth checked before Arrow sees
+a line, exact error positions), then validated (:func:`tempcore.tidy_validation.validate_table`).
+pyarrow is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from tempcore.schema import STRING_COLUMNS
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+from tempcore.tidy_validation import PredictionsTableError, validate_table
+
+_STRING_COLUMNS = STRING_COLUMNS
+
+FORMATS = ("parquet", "csv", "jsonl")
+_SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
+
+
+def infer_format(path: str | os.PathLike[str], format: str | None = None) -> str:
+    """``format`` if given (checked), else the one the suffix of ``path`` names."""
+    if format is not None:
+        if format not in FORMATS:
+            raise PredictionsTableError(
+                f"unknown table format {format!r}; choose one of {', '.join(FORMATS)}"
+            )
+        return format
+    suffix = Path(path).suffix.lower()
+    if suffix not in _SUFFIXES:
+        raise PredictionsTableError(
+            f"{path}: cannot tell the table format from the suffix {suffix!r}; use "
+            f"{', '.join(sorted(_SUFFIXES))} or give the format"
+        )
+    return _SUFFIXES[suffix]
+
+
+def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any, fmt: str) -> int:
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    n = 0
+    if fmt == "parquet":
+        with pq.ParquetWriter(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                n += batch.num_rows
+    elif fmt == "csv":
+        with pacsv.CSVWriter(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+                n += batch.num_rows
+    else:
+        for batch in batches:
+            lines = [json.dumps(row, ensure_ascii=False, allow_nan=False) for row in batch.to_pylist()]
+            if lines:
+                out.write(("\n".join(lines) + "\n").encode("utf-8"))
+            n += batch.num_rows
+    return n
+
+
+def write_batches(
+    batches: Iterable[pa.RecordBatch],
+    schema: pa.Schema,
+    path: str | os.PathLike[str] | IO[bytes],
+    format: str | None = None,
+) -> int:
+    """Write a stream of record batches as Parquet, CSV or JSONL; return the number of rows.
+
+    The format comes from the suffix unless given. A path is written atomically (a temporary file
+    in the same folder, renamed at the end), so an interrupted export never leaves half a file. A
+    binary stream (e.g. ``sys.stdout.buffer``) takes CSV or JSONL, and then ``format`` is required.
+    """
+    if not isinstance(path, (str, os.PathLike)):
+        if format not in ("csv", "jsonl"):
+            raise PredictionsTableError("writing to a stream needs format='csv' or 'jsonl'")
+        return _write_stream(batches, schema, path, format)
+    target = Path(path)
+    fmt = infer_format(target, format)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            n = _write_stream(batches, schema, fh, fmt)
+        os.replace(tmp, target)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return n
+
+
+def write_table(table: pa.Table, path: str | os.PathLike[str] | IO[bytes], format: str | None = None) -> int:
+    """Write ``table`` as Parquet, CSV or JSONL (see :func:`write_batches`); return the number of rows."""
+    return write_batches(table.to_batches(), table.schema, path, format)
+
+
+
+def _check_jsonl(path: Path, data: bytes) -> None:
+    """Refuse a JSONL file with a line nested deeper than :data:`~tempcore.safejson.MAX_DEPTH`
+    *before* Arrow's JSON reader sees it (deep nesting crashes that reader, killing the process)."""
+    from tempcore import safejson
+
+    if not safejson.too_deep(data):  # cheap: counts brackets of the whole file first
+        return
+    for n, line in safejson.split_lines(data):
+        if safejson.too_deep(line):
+            raise PredictionsTableError(f"{path}:{n}: JSON nested deeper than {safejson.MAX_DEPTH} levels")
+
+
+def _read_jsonl_slow(path: Path, data: bytes | None = None) -> pa.Table:
+    """Line-by-line JSONL reader: exact error positions and tolerant of mixed id types.
+
+    Lines end at ``\\n`` only (U+2028 / U+2029 / U+0085 inside strings are text); a line that is
+    not UTF-8, nested too deep, or holding a lone surrogate (``"\\udc00"``) is an error naming
+    the line."""
+    import pyarrow as pa
+
+    from tempcore import safejson
+
+    if data is None:
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise PredictionsTableError(f"{path}: cannot read: {exc}") from exc
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    rows = []
+    for n, raw_line in safejson.split_lines(data):
+        if not raw_line.strip():
+            continue
+        try:
+            row = safejson.loads(safejson.decode_line(raw_line))
+        except safejson.JSONTooDeepError as exc:
+            raise PredictionsTableError(f"{path}:{n}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise PredictionsTableError(f"{path}:{n}: not JSON: {exc}") from exc
+        except ValueError as exc:
+            raise PredictionsTableError(f"{path}:{n}: {exc}") from None
+        if not isinstance(row, dict):
+            raise PredictionsTableError(f"{path}:{n}: expected a JSON object, got {type(row).__name__}")
+        problem = safejson.text_problem(row)
+        if problem is not None:
+            raise PredictionsTableError(f"{path}:{n}: {problem}")
+        for name in _STRING_COLUMNS:
+            value = row.get(name)
+            if value is not None and not isinstance(value, str):
+                row[name] = json.dumps(value) if isinstance(value, (list, dict)) else str(value)
+        rows.append(row)
+    if not rows:
+        return pa.table({})
+    try:
+        return pa.Table.from_pylist(rows)
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PredictionsTableError(f"{path}: a column mixes value types: {exc}") from exc
+
+
+def _read_raw(path: Path, fmt: str) -> pa.Table:
+    import pyarrow as pa
+
+    table = _read_raw_unchecked(path, fmt)
+    try:
+        table.validate(full=True)  # Arrow keeps bytes that are not UTF-8 in strings; they fail later
+        table.column_names  # noqa: B018 - names are decoded here (a Parquet file may hold any bytes)
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise PredictionsTableError(f"{path}: not a valid {fmt} table: {exc}") from exc
+    return table
+
+
+def _check_utf8(path: Path, data: bytes) -> None:
+    """A CSV table must be UTF-8 text: the error names the line and byte of the first bad one."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise PredictionsTableError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{data[exc.start]:02x})"
+        ) from None
+
+
+def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.json as pajson
+    import pyarrow.parquet as pq
+
+    try:
+        if fmt == "parquet":
+            return pq.read_table(path)
+        if fmt == "csv":
+            data = path.read_bytes()
+            _check_utf8(path, data)
+            header = data.split(b"\n", 1)[0].decode("utf-8").strip().split(",")
+            types = {name.strip('"'): pa.string() for name in header if name.strip('"') in _STRING_COLUMNS}
+            return pacsv.read_csv(
+                pa.BufferReader(data),
+                parse_options=pacsv.ParseOptions(newlines_in_values=True),
+                # only an unquoted empty field is null: the writer quotes every string, so
+                # "NaN", "null", "NA" or a quoted "" are the strings they spell
+                convert_options=pacsv.ConvertOptions(
+                    column_types=types,
+                    null_values=[""],
+                    strings_can_be_null=True,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+        data = path.read_bytes()
+        _check_jsonl(path, data)
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:  # the line-by-line reader names the line
+            return _read_jsonl_slow(path, data)
+        try:
+            return pajson.read_json(pa.BufferReader(data))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            return _read_jsonl_slow(path, data)
+    except OSError as exc:
+        raise PredictionsTableError(f"{path}: cannot read: {exc}") from exc
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        raise PredictionsTableError(f"{path}: not a readable {fmt} table: {exc}") from exc
+
+
+def read_predictions(path: str | os.PathLike[str], format: str | None = None) -> pa.Table:
+    """Read and validate a tidy predictions table from CSV, Parquet or JSONL (see :func:`validate_table`).
+
+    A table with 0 rows (a header-only CSV, an empty Parquet or JSONL file) is an error that says
+    so: every analysis needs predictions. A JSONL line nested deeper than
+    :data:`tempcore.safejson.MAX_DEPTH` is an error naming the line (checked before Arrow reads
+    the file)."""
+    p = Path(path)
+    if not p.is_file():
+        raise PredictionsTableError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
+    table = _read_raw(p, infer_format(p, format))
+    if table.num_rows == 0:
+        raise PredictionsTableError(
+            f"{p}: 0 rows: the predictions table holds no prediction (nothing to analyse)"
+        )
+    return validate_table(table, str(p))
+
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """SHA-256 (hex) of a file's bytes, recorded in import manifests."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+
+__all__ = ["FORMATS", "file_sha256", "infer_format", "read_predictions", "write_batches", "write_table"]
