@@ -331,7 +331,7 @@ def collapse_rotations(result: Any) -> Any:
     if "rotation" not in result.columns:
         return result
     figures = [c for c in result.columns if c != "rotation" and c not in ("accuracy", "ci_low", "ci_high")]
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in result.rows:
         groups.setdefault(tuple(str(row.get(c)) for c in figures), []).append(row)
     merged = 0
@@ -345,8 +345,8 @@ def collapse_rotations(result: Any) -> Any:
         rotations = sorted({r.get("rotation") for r in same}, key=lambda v: (v is None, v if v is not None else 0))
         if len(same) > 1 and len(rotations) == len(same):
             merged += 1
-            ints = all(isinstance(r, int) for r in rotations)
-            if ints and rotations == list(range(rotations[0], rotations[-1] + 1)):
+            ints = [r for r in rotations if isinstance(r, int)]
+            if len(ints) == len(rotations) and rotations == list(range(ints[0], ints[-1] + 1)):
                 span = f"{rotations[0]}-{rotations[-1]}"
             else:
                 span = ",".join(str(r) for r in rotations)
