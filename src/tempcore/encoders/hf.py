@@ -107,12 +107,12 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     from transformers.utils import logging as hf_logging
 
     was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # transformers: unannotated
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
     try:
         yield
     finally:
         if was:
-            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]  # transformers: unannotated
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
 
 
 def resolve_device(device: str | None = None) -> Any:
@@ -331,7 +331,7 @@ class HFFrameTextEncoder:
         model = model.to(torch_device).eval()
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, config=config, **common)
-            image_processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call]  # transformers
+            image_processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call, unused-ignore]  # transformers
                 source, config=config, **common
             )
         except (OSError, ValueError, ImportError) as exc:

@@ -80,7 +80,7 @@ def processor_class_for(config: Any, config_dict: dict[str, Any]) -> type[Any] |
             return cls
     try:
         # transformers types every auto mapping's value as the (slow, fast) tokenizer pair; this one is a class
-        return PROCESSOR_MAPPING[type(config)]  # type: ignore[return-value]
+        return PROCESSOR_MAPPING[type(config)]  # type: ignore[return-value, unused-ignore]
     except KeyError:
         return None
 
@@ -99,7 +99,7 @@ def load_processor(spec: ModelSpec, config: Any, config_dict: dict[str, Any]) ->
     cls = processor_class_for(config, config_dict)
     if cls is not None and "video_processor" in cls.get_attributes() and not is_torchvision_available():
         return without_video_processor(cls).from_pretrained(spec.model, **kwargs)
-    return AutoProcessor.from_pretrained(spec.model, **kwargs)  # type: ignore[no-untyped-call]  # transformers
+    return AutoProcessor.from_pretrained(spec.model, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]  # transformers
 
 
 class HFVisionLanguageModel(HFAdapterBase):

@@ -134,7 +134,7 @@ def build_tokenizer(texts: Sequence[str], vocab_size: int = 512) -> Any:
         vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
     tok.train_from_iterator(list(texts), trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok)  # type: ignore[no-untyped-call]  # transformers: unannotated
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok)  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
     fast.add_special_tokens({"bos_token": "<|im_start|>", "eos_token": "<end_of_utterance>",
                              "pad_token": "<|endoftext|>"})
     fast.add_special_tokens({"additional_special_tokens": SPECIALS})
@@ -175,7 +175,7 @@ def build_model(tokenizer: Any, seed: int, *, text_layers: int = 4) -> tuple[Any
         scale_factor=3,
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
         # not in Idefics3Config's signature; kept as an extra attribute (written to config.json)
-        pad_token_id=tokenizer.pad_token_id,  # type: ignore[call-arg]
+        pad_token_id=tokenizer.pad_token_id,  # type: ignore[call-arg, unused-ignore]
     )
     torch.manual_seed(seed)
     model = tf.Idefics3ForConditionalGeneration(config)

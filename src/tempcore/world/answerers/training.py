@@ -79,7 +79,7 @@ def train_frame_encoder(
             ls.reshape(-1, ls.shape[-1]), shp.reshape(-1)
         )
         opt.zero_grad(set_to_none=True)
-        loss.backward()  # type: ignore[no-untyped-call]  # torch: Tensor.backward is unannotated
+        loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # torch: Tensor.backward is unannotated
         opt.step()
         running.append(float(loss.detach()))
         exact.append(float(((lc.argmax(-1) == col) & (ls.argmax(-1) == shp)).all(dim=1).float().mean()))
@@ -233,7 +233,7 @@ def train_members(
             scores = net(None, questions, options, n, features=features)
             loss = F.cross_entropy(scores, answers)
             opts[name].zero_grad(set_to_none=True)
-            loss.backward()  # type: ignore[no-untyped-call]  # torch: Tensor.backward is unannotated
+            loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # torch: Tensor.backward is unannotated
             nn.utils.clip_grad_norm_(net.head_parameters(), 1.0)
             opts[name].step()
             running[name].append(float(loss.detach()))
