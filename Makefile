@@ -37,6 +37,7 @@ system-deps:
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/mypy
 
 test: lint system-deps
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q

@@ -39,7 +39,8 @@ DEFAULT_POST_PROMPT = "Answer with the option's letter from the given choices di
 
 def _load_manifest() -> dict[str, Any]:
     with open(os.path.join(HERE, "manifest.json"), encoding="utf-8") as fh:
-        return json.load(fh)
+        manifest: dict[str, Any] = json.load(fh)
+    return manifest
 
 
 def _load_extractor() -> tuple[Any, str]:
@@ -51,6 +52,8 @@ def _load_extractor() -> tuple[Any, str]:
     module = sys.modules.get(name)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"cannot load the extractor copy {path}")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses look their module up while the class is made
         spec.loader.exec_module(module)
@@ -69,7 +72,8 @@ def _state() -> dict[str, Any]:
 
 
 def benchmark() -> str:
-    return _state()["manifest"]["benchmark"]
+    name: str = _state()["manifest"]["benchmark"]
+    return name
 
 
 def video_root() -> str | None:
@@ -79,7 +83,7 @@ def video_root() -> str | None:
 
 def video_path(doc: dict[str, Any]) -> str:
     """The sample's video: absolute as given, else joined to the video root."""
-    video = doc["video"]
+    video: str = doc["video"]
     root = video_root()
     if os.path.isabs(video) or not root:
         return video
@@ -100,10 +104,11 @@ def doc_to_visual(doc: dict[str, Any]) -> list[str]:
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """pre_prompt + question + one "A. text" line per option + post_prompt."""
     kwargs = lmms_eval_specific_kwargs or {}
-    pre = kwargs.get("pre_prompt", "")
-    post = kwargs.get("post_prompt", DEFAULT_POST_PROMPT)
+    pre: str = kwargs.get("pre_prompt", "")
+    post: str = kwargs.get("post_prompt", DEFAULT_POST_PROMPT)
     lines = [f"{LETTERS[i]}. {text}" for i, text in enumerate(doc["options"])]
-    return pre + doc["question"] + "\n" + "\n".join(lines) + ("\n" + post if post else "")
+    question: str = doc["question"]
+    return pre + question + "\n" + "\n".join(lines) + ("\n" + post if post else "")
 
 
 def doc_to_target(doc: dict[str, Any]) -> str:

@@ -94,7 +94,7 @@ def run_demo(
     # under the same ids, so stored answers whose fingerprints differ are replaced, never reused;
     # and the table keeps only this world's samples (a larger earlier world leaves rows behind).
     summary = run(cfg, progress=progress, log=log, recompute=True)
-    table = _only_samples(read_predictions(summary.predictions_file), {s.sample_id for s in world.samples()})
+    table = _only_samples(read_predictions(_table_file(summary)), {s.sample_id for s in world.samples()})
     result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
 
     samples = {BENCHMARK_NAME: world.samples()}
@@ -142,7 +142,7 @@ def demo_mba(
     bcfg = RunConfig.from_dict(raw, source="tempcore demo (binary)")
     log(f"binarised world: {MBA_CONDITION} only, into {out / 'binary-run'}")
     summary = run(bcfg, progress=progress, log=log, recompute=True)
-    binary = read_predictions(summary.predictions_file)
+    binary = read_predictions(_table_file(summary))
     mba = {r["model"]: r for r in mba_table(binary).overall if r["strategy"] == MBA_CONDITION}
     # the multiple-choice accuracy over the same questions (the originals of the binary groups)
     originals = sorted({i.rsplit("#b", 1)[0] for i in pc.unique(binary.column("sample_id")).to_pylist()})
@@ -177,6 +177,13 @@ def format_mba(rows: list[dict[str, Any]]) -> str:
              "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
     lines += ["  ".join(x.ljust(w) for x, w in zip(b, widths)).rstrip() for b in body]
     return "\n".join(lines)
+
+
+def _table_file(summary: Any) -> str:
+    """The run's tidy predictions file (the runner writes none without pyarrow, which the demo needs)."""
+    if summary.predictions_file is None:
+        raise ImportError("the demo reads the run's predictions table: pip install 'tempcore[analysis]'")
+    return str(summary.predictions_file)
 
 
 def _only_samples(table: Any, ids: set[str]) -> Any:

@@ -112,14 +112,15 @@ class BenchmarkSource:
                                                         value.source_files, str(video_root))
         samples = getattr(value, "samples", None)
         if samples is not None and hasattr(value, "annotations_hash"):
-            root = video_root if video_root is not None else value.video_root  # type: ignore[union-attr]
+            loaded: Any = value  # a LoadResult, or anything shaped like one
+            root = video_root if video_root is not None else loaded.video_root
             return cls(
                 tuple(samples),
-                value.annotations_hash,  # type: ignore[union-attr]
-                tuple(str(Path(p).resolve()) for p in value.source_files),  # type: ignore[union-attr]
+                loaded.annotations_hash,
+                tuple(str(Path(p).resolve()) for p in loaded.source_files),
                 None if root is None else str(root),
             )
-        return cls(tuple(value), None, (), None if video_root is None else str(video_root))  # type: ignore[arg-type]
+        return cls(tuple(value), None, (), None if video_root is None else str(video_root))
 
 
 # --- what the subset holds --------------------------------------------------------------------

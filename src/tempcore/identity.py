@@ -111,7 +111,8 @@ def model_identity(
     data["prompt_template"] = {"name": template.name, "text": template.text, "option_format": template.option_format}
     data["chat_template"] = chat_template
     data["noframe_size"] = int(noframe_size)
-    return redact_secrets(data)
+    redacted: dict[str, Any] = redact_secrets(data)
+    return redacted
 
 
 def local_chat_template(model: str) -> str | None:

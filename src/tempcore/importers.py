@@ -163,8 +163,9 @@ def lmms_eval_model_name(path: str | os.PathLike[str]) -> str | None:
             continue
         if isinstance(data, dict):
             for key in ("model_name", "model_source"):
-                if isinstance(data.get(key), str) and data[key].strip():
-                    return data[key].strip()
+                value = data.get(key)
+                if isinstance(value, str) and value.strip():
+                    return value.strip()
     return None
 
 

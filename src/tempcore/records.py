@@ -31,8 +31,8 @@ def _thaw(value: Any) -> Any:
         return [_thaw(v) for v in value]
     if isinstance(value, dict):
         return {k: _thaw(v) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return value.to_dict()  # type: ignore[union-attr]
+    if isinstance(value, _Record):  # every record dataclass nested in a record is a _Record
+        return value.to_dict()
     return value
 
 

@@ -202,8 +202,8 @@ def redact_secrets(value: Any, secrets: Iterable[str | None] = ()) -> Any:
     given ``secrets``); in lists of command-line arguments, the argument after a secret flag
     (``--api-key XYZ``) and the value of ``--api-key=XYZ``.
     """
-    secrets = tuple(s for s in secrets if s)
-    return _redact(value, secrets)
+    given = tuple(s for s in secrets if s)
+    return _redact(value, given)
 
 
 def _redact(value: Any, secrets: tuple[str, ...]) -> Any:

@@ -217,7 +217,7 @@ class Registry(Mapping[str, T], Generic[T]):
     # --- entry points ------------------------------------------------------------------
 
     def _read_entry_points(self) -> None:
-        if self._entry_points_read:
+        if self._entry_points_read or self.group is None:  # no group: nothing to read
             return
         with self._lock:
             if self._entry_points_read:
@@ -253,7 +253,7 @@ class Registry(Mapping[str, T], Generic[T]):
 
     # --- looking up --------------------------------------------------------------------
 
-    def get(self, name: str, default: Any = _MISSING) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = _MISSING) -> Any:
         """The thing called ``name`` (imported and checked on first use).
 
         An unknown name returns ``default`` when one is given, else raises the registry's

@@ -375,7 +375,8 @@ class RunStore:
             row = self._conn.execute("SELECT manifest FROM runs WHERE run_id = ?", (run_id,)).fetchone()
         if row is None:
             raise StoreError(f"{self.path}: no run {run_id!r}")
-        return json.loads(row[0])
+        manifest: dict[str, Any] = json.loads(row[0])
+        return manifest
 
     def runs(self) -> list[tuple[str, str]]:
         """(run_id, created_at) of every run, oldest first."""
@@ -523,7 +524,7 @@ class RunStore:
                 """,
                 (payload,),
             ).fetchall()
-        return {wanted[i]: (sh, mf, ef) for i, sh, mf, ef in rows}  # type: ignore[misc]
+        return {wanted[i]: (sh, mf, ef) for i, sh, mf, ef in rows}
 
     def put_fingerprints(self, entries: Mapping[str, tuple[str, Mapping[str, Any]]]) -> int:
         """Record what fingerprints stand for: ``hash -> (kind, data)``; kinds are ``sample``,
@@ -561,7 +562,7 @@ class RunStore:
         where, params = _where({"benchmark": benchmark, "model": model})
         with self._lock:
             return {
-                tuple(r)  # type: ignore[misc]
+                tuple(r)
                 for r in self._conn.execute(
                     f"SELECT benchmark, sample_id, model, condition FROM predictions{where}", params
                 )
@@ -661,7 +662,8 @@ class RunStore:
                 f"FROM failures{where} ORDER BY benchmark, sample_id, model, condition",
                 params,
             ).fetchall()
-        return [StoredFailure(Failure(*r[:4], error=r[4], attempts=int(r[5])), r[6], r[7]) for r in rows]
+        return [StoredFailure(Failure(r[0], r[1], r[2], r[3], error=r[4], attempts=int(r[5])), r[6], r[7])
+                for r in rows]
 
     def counts(self) -> StoreCounts:
         with self._lock:

@@ -47,7 +47,7 @@ _STREAM_BITS = _GRID_ROWS * _GRID_COLS - _INDEX_BITS
 class PatternCode(NamedTuple):
     """What :func:`read_pattern` found in a frame."""
 
-    index: int
+    index: int  # type: ignore[assignment]  # a field shadowing tuple.index (mypy refuses the name; Python allows it)
     stream: int
 
 
@@ -128,7 +128,7 @@ class Scene:
         tex_h, tex_w = self._texture.shape[:2]
         x = int((width / 2) * (1 + math.sin(0.21 * t))) % (tex_w - width + 1)
         y = int((height / 2) * (1 + math.cos(0.13 * t))) % (tex_h - height + 1)
-        frame = self._texture[y : y + height, x : x + width].copy()
+        frame: np.ndarray = self._texture[y : y + height, x : x + width].copy()
         bw, bh = max(width // 6, 2), max(height // 5, 2)
         bx = int((width - bw) * (0.5 + 0.5 * math.sin(0.9 * t)))
         by = int((height - bh) * (0.5 + 0.5 * math.cos(0.7 * t)))

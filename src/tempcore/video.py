@@ -62,7 +62,7 @@ import os
 import re
 import sys
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -273,6 +273,8 @@ def _av_errors() -> tuple[type[BaseException], ...]:
 class _AVSource(_Source):
     """A video or GIF decoded with PyAV."""
 
+    _container: Any  # the av InputContainer; None once closed
+
     def __init__(self, path: Path, stream: int, media: str, threads: int, autorotate: bool) -> None:
         super().__init__()
         import av
@@ -438,7 +440,7 @@ class _AVSource(_Source):
             self.decode_errors += 1
             self.last_decode_error = str(exc)
 
-    def _timed(self, raw: Iterator[Any]) -> Iterator[_Decoded]:
+    def _timed(self, raw: Iterator[Any]) -> Generator[_Decoded, None, None]:
         last_pts: int | None = None
         last_duration = 0
         nominal = max(1, round(self.nominal_interval)) if self.nominal_interval else 1
@@ -702,6 +704,7 @@ class _Pass:
                     target = t0 + j * step
                     target_floor = math.floor(target)
             if held is not None:  # end of stream: the last frame lasts its duration
+                assert t0 is not None  # set by the first frame
                 duration = held.duration or self._fallback_duration()
                 stream_end = held.pts + duration
                 self.stream_end = Fraction(stream_end)
@@ -720,7 +723,8 @@ class _Pass:
     ) -> bool:
         """Is ``held`` (shown from its pts until ``hi``) the frame shown at some target time?"""
         if self.step is None:
-            return max(held.pts, t0) < hi
+            start = held.pts if held.pts >= t0 else t0  # max(held.pts, t0)
+            return start < hi
         if target is None:
             return False
         if isinstance(hi, int):
@@ -753,7 +757,8 @@ class _Pass:
             and self.stream_end is not None
         ):
             interval = src.nominal_interval or Fraction(0)
-            tolerance = max(_TRUNCATION_TOLERANCE_S / src.time_base, 2 * interval)
+            limit, frames2 = _TRUNCATION_TOLERANCE_S / src.time_base, 2 * interval
+            tolerance = frames2 if frames2 > limit else limit  # max(limit, two frame intervals)
             if src.declared_end - self.stream_end > tolerance:
                 self.truncated = True
                 problems.append(

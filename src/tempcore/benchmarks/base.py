@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -147,7 +147,7 @@ class Loader(ABC):
     def read(self, annotations: Path, ctx: LoadContext) -> Iterable[Outcome]:
         """Yield ``(file, row, Sample | InvalidRow | SkippedRow)`` for every row read."""
 
-    def convert_rows(self, rows: Iterable[RawRow], make: Any) -> Iterator[Outcome]:
+    def convert_rows(self, rows: Iterable[RawRow], make: Callable[[RawRow], Sample]) -> Iterator[Outcome]:
         """Apply ``make(raw_row) -> Sample`` to each row, turning InvalidRow / SkippedRow into outcomes."""
         for raw in rows:
             if isinstance(raw.data, InvalidRow):

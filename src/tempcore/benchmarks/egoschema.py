@@ -64,7 +64,7 @@ class EgoSchemaLoader(Loader):
         known = set()
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, "q_uid")
             known.add(sid)
             keys = _option_keys(d)

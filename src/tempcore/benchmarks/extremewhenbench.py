@@ -77,7 +77,7 @@ class ExtremeWhenBenchLoader(Loader):
             ) from None
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, "qid")
             start, end = parse_interval(require(d, "correct_interval"), "correct_interval")
             check_interval(start, end, to_seconds(d.get("video_duration_s"), "video_duration_s"), tolerance)

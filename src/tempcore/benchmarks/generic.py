@@ -105,7 +105,7 @@ class GenericLoader(Loader):
         benchmark = str(ctx.option("benchmark_name", "generic"))
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             id_field = first_present(d, "id", "sample_id") or "id"
             sid = require_text(d, id_field)
             video = require_text(d, "video")

@@ -84,7 +84,7 @@ class GroundingLoader(Loader):
         tolerance = tolerance_option(ctx)
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, first_present(d, "id", "sample_id") or "id")
             video = require_text(d, "video")
             duration = to_seconds(d.get("duration"), "duration")

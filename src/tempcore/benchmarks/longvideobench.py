@@ -27,7 +27,7 @@ class LongVideoBenchLoader(Loader):
 
     def read(self, annotations: Path, ctx: LoadContext) -> Iterator[Outcome]:
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, "id")
             options, answer = build_choices(
                 require(d, "candidates"), require(d, "correct_choice"), answer_kind="index"

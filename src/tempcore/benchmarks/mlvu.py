@@ -48,7 +48,7 @@ class MLVULoader(Loader):
             task = file.stem
 
             def make(raw: RawRow, task: str = task) -> Sample:
-                d = raw.data
+                d = raw.fields
                 sid = f"{task}_{raw.row - 1}"
                 qtype = str(d.get("question_type") or "")
                 if "candidates" not in d or qtype in OPEN_ENDED_TYPES:

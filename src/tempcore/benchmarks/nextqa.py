@@ -59,7 +59,7 @@ class NExTQALoader(Loader):
         ctx.provenance["video_map"] = str(map_path) if map_path else None
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             vid = require_text(d, "video")
             sid = f"{vid}_{require_text(d, 'qid')}"
             if video_map is not None:
@@ -101,6 +101,7 @@ class NExTQALoader(Loader):
 
     def _video_map(self, csv_file: Path, ctx: LoadContext) -> tuple[Mapping[str, Any] | None, Path | None]:
         given = ctx.option("video_map")
+        path: Path | None
         if given is not None:
             path = Path(given).expanduser()
         else:

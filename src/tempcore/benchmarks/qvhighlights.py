@@ -47,7 +47,7 @@ class QVHighlightsLoader(Loader):
         tolerance = tolerance_option(ctx)
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, "qid")
             if d.get("relevant_windows") is None:
                 raise SkippedRow("no public ground truth (no relevant_windows)", sid)

@@ -42,6 +42,14 @@ class RawRow:
     row: int
     data: dict[str, Any] | InvalidRow
 
+    @property
+    def fields(self) -> dict[str, Any]:
+        """The parsed row (for a loader's ``make``, which :meth:`Loader.convert_rows` calls only
+        on rows that parsed); a row that did not parse raises its :class:`InvalidRow`."""
+        if isinstance(self.data, InvalidRow):
+            raise self.data
+        return self.data
+
 
 @dataclass
 class FileLog:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -149,10 +150,10 @@ class TaskTableLoader(Loader):
             )
         for file in files:
             spec = specs[file.stem]
-            yield from self.convert_rows(ctx.rows(file), lambda raw, spec=spec: self.make(raw, spec, ctx))
+            yield from self.convert_rows(ctx.rows(file), partial(self.make, spec=spec, ctx=ctx))
 
     def make(self, raw: RawRow, spec: TaskSpec, ctx: LoadContext) -> Sample:
-        d = raw.data
+        d = raw.fields
         sid = f"{spec.task}_{raw.row - 1}"
         name = require_text(d, "video")
         video = f"{spec.folder}/{name}" if spec.folder else name

@@ -73,7 +73,7 @@ class TemporalBenchLoader(Loader):
 
     def read(self, annotations: Path, ctx: LoadContext) -> Iterator[Outcome]:
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, "idx")
             raw_question = require_text(d, "question")
             stem, options, suffix = split_question(raw_question)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from tempcore.benchmarks.base import LoadContext
-from tempcore.benchmarks.tasktable import TaskTableLoader, table
+from tempcore.benchmarks.tasktable import TaskSpec, TaskTableLoader, table
 
 TVBENCH_TASKS = table(
     ("Action Count", "action_count", "action_count", "video", False),
@@ -54,7 +54,7 @@ class TVBenchLoader(TaskTableLoader):
         "revision": "annotation revision used (e.g. the HF commit); recorded in provenance and metadata",
     }
 
-    def resolve_table(self, ctx: LoadContext) -> dict:
+    def resolve_table(self, ctx: LoadContext) -> dict[str, TaskSpec]:
         ctx.provenance["revision"] = str(ctx.option("revision", "unspecified"))
         return super().resolve_table(ctx)
 

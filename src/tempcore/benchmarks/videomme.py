@@ -38,7 +38,7 @@ class VideoMMELoader(Loader):
         ext = ctx.option("video_ext", ".mp4")
 
         def make(raw: RawRow) -> Sample:
-            d = raw.data
+            d = raw.fields
             sid = require_text(d, "question_id")
             options, answer = build_choices(require(d, "options"), d.get("answer"), answer_kind="letter")
             return Sample(

@@ -8,6 +8,7 @@ or decode anything; the decoder reports unreadable files with its own named erro
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,7 +46,7 @@ class MissingVideo:
         }
 
 
-def resolve_video(sample: Sample, video_root: str | Path | None) -> Path:
+def resolve_video(sample: Sample, video_root: str | os.PathLike[str] | None) -> Path:
     """The path of the sample's video: ``video_root / sample.video`` (an absolute ``sample.video``
     is returned unchanged; without a root the relative path is returned as is)."""
     video = Path(sample.video).expanduser()

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 
-def _loader_options(pairs: list[str]) -> dict[str, str]:
+def _loader_options(pairs: list[str]) -> dict[str, Any]:  # loader options: strings from -o KEY=VALUE
     from tempcore.cli._common import parse_key_values
 
     return parse_key_values(pairs)
 
 
-def add_ablations_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_ablations_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "ablations",
         help="TVBench's time and vision ablations: accuracy per condition, drops, averages, agreement, "
@@ -52,7 +52,7 @@ def add_ablations_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentPa
     return p
 
 
-def add_priors_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_priors_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "priors",
         help="label-prior audit from the annotations alone (+ the prediction prior of a table)",

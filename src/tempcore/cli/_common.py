@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -248,3 +249,13 @@ def load_annotations(name: str, path: Path, *, video_root: Path | str | None = N
     for bad in result.invalid:
         print(f"skipped invalid row: {bad}", file=sys.stderr)
     return result
+
+
+def show_help(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    """The ``func`` of a command group called without its subcommand: print the group's help, exit 2."""
+
+    def run(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    return run

@@ -23,7 +23,7 @@ from tempcore.cli._common import (  # noqa: F401  (re-exported: the helpers live
 )
 
 
-def register_export(sub: argparse._SubParsersAction) -> None:
+def register_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "tempcore",
         help="the TempCore subsets: each benchmark's Temporally Sensitive samples + a manifest",

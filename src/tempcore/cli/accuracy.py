@@ -10,7 +10,7 @@ from typing import Any
 from tempcore.cli._common import add_benchmark_arguments, add_predictions_argument
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "accuracy",
         help="accuracy with Wilson 95%% intervals per model x condition, grouped by any field",

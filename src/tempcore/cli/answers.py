@@ -27,7 +27,7 @@ class AnswersInputError(TempcoreError):
     """Standard input could not be read at all."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "answers",
         help="parse model responses into option letters or time intervals",

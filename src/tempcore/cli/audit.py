@@ -10,9 +10,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
-def register_options(sub: argparse._SubParsersAction) -> None:
+def register_options(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "options",
         help="centralized-option audit: is the most central option the correct one more often than chance?",
@@ -45,7 +46,7 @@ def run_options(args: argparse.Namespace) -> int:
     loaded = load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
                             **parse_key_values(args.option, "--option"))
     geo = option_geometry(loaded.samples, args.task_field)
-    out = {"benchmarks": audit_options(geo, alternative=args.alternative), "models": []}
+    out: dict[str, Any] = {"benchmarks": audit_options(geo, alternative=args.alternative), "models": []}
     if args.predictions is not None:
         from tempcore.tidy import read_predictions
 
@@ -68,7 +69,7 @@ def _p(x: float | None) -> str:
     return "-" if x is None else f"{x:.3g}"
 
 
-def _text(out: dict) -> str:
+def _text(out: dict[str, Any]) -> str:
     lines = ["centroid = the option of smallest mean normalised token edit distance to the others"]
     for name, b in out["benchmarks"].items():
         lines.append(f"{name}: centroid correct {b['centroid_correct']}/{b['n']} = {_pct(b['centroid_correct_rate'])}% "
@@ -85,19 +86,19 @@ def _text(out: dict) -> str:
     return "\n".join(lines)
 
 
-def register_ablations(sub: argparse._SubParsersAction) -> None:
+def register_ablations(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from tempcore.cli._audit_ablations import add_ablations_parser
 
     add_ablations_parser(sub)
 
 
-def register_priors(sub: argparse._SubParsersAction) -> None:
+def register_priors(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from tempcore.cli._audit_ablations import add_priors_parser
 
     add_priors_parser(sub)
 
 
-def register_queries(sub: argparse._SubParsersAction) -> None:
+def register_queries(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from tempcore.cli.grounding import add_queries_parser
 
     add_queries_parser(sub)
@@ -108,10 +109,12 @@ AUDITS = {"options": register_options, "ablations": register_ablations, "priors"
           "queries": register_queries}
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("audit", help="audits of a benchmark and its predictions (options, ablations, priors, queries)",
                        description="Audits of a benchmark's design.")
     audits = p.add_subparsers(dest="audit", metavar="AUDIT")
     for add in AUDITS.values():
         add(audits)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+    from tempcore.cli._common import show_help
+
+    p.set_defaults(func=show_help(p))

@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from tempcore.cli._common import (
     add_diagnosis_arguments,
@@ -15,7 +16,7 @@ from tempcore.cli._common import (
 )
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "diagnose",
         help="per-sample FSS / LIS, categories and TPI from a predictions table",
@@ -49,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_samples_csv(path: Path, samples: list[dict]) -> None:
+def _write_samples_csv(path: Path, samples: list[dict[str, Any]]) -> None:
     import csv
 
     with path.open("w", newline="") as fh:
@@ -58,7 +59,7 @@ def _write_samples_csv(path: Path, samples: list[dict]) -> None:
         w.writerows(samples)
 
 
-def format_summary(benchmarks: dict[str, dict], params: dict) -> str:
+def format_summary(benchmarks: dict[str, dict[str, Any]], params: dict[str, Any]) -> str:
     cols = [("n", "N"), ("incomplete", "incompl."), ("key", "Key"), ("non_key", "Non-key"),
             ("anti_key", "Anti-key"), ("trivial", "Trivial"), ("frame_agnostic", "Fr.Agn"),
             ("temporally_grounded", "Temp.Grnd"), ("visual_bias", "Vis.Bias"),

@@ -34,7 +34,7 @@ def export_modules() -> list[str]:
     )
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "export",
         help="export predictions (and other results) as tables",
@@ -44,10 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     register_predictions(sub)
     for name in export_modules():
         importlib.import_module(f"tempcore.cli.{name}").register_export(sub)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+    from tempcore.cli._common import show_help
+
+    parser.set_defaults(func=show_help(parser))
 
 
-def register_predictions(sub: argparse._SubParsersAction) -> None:
+def register_predictions(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "predictions",
         help="the tidy predictions table of a run store",

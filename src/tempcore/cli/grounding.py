@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "grounding",
         help="temporal-grounding scores: mIoU, R@tau, parse failures, R1 / mAP",
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_queries_parser(sub: argparse._SubParsersAction) -> None:
+def add_queries_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """``tempcore audit queries``: the query profile of any benchmark (grounding or QA)."""
     q = sub.add_parser(
         "queries",

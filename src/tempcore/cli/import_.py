@@ -33,17 +33,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tempcore.records import Sample
     from tempcore.store import RunStore
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "import",
         help="import predictions made elsewhere (lmms-eval logs, response files, tidy tables) into a run store",
         description="Import predictions made elsewhere into a run store.",
     )
     sub = parser.add_subparsers(dest="import_what", metavar="WHAT")
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+    from tempcore.cli._common import show_help
+
+    parser.set_defaults(func=show_help(parser))
 
     lm = sub.add_parser("lmms-eval", help="an lmms-eval --log_samples JSONL file (0.7 and pre-0.4 layouts)")
     lm.add_argument("file", help="<date>_samples_<task>.jsonl written by lmms-eval --log_samples")
@@ -109,9 +112,9 @@ def _common_arguments(p: argparse.ArgumentParser, *, model_help: str = "model na
     p.add_argument("--overwrite", action="store_true", help="replace predictions already stored for a key")
 
 
-def _samples(annotations: str, benchmark: str | None) -> tuple[str, list]:
+def _samples(annotations: str, benchmark: str | None) -> tuple[str, list[Sample]]:
     """Load one benchmark's samples as ``tempcore export tempcore`` does: (name, samples)."""
-    from tempcore.cli._export_tempcore import load_sources
+    from tempcore.cli._common import load_sources  # what _export_tempcore uses
 
     ns = argparse.Namespace(annotations=[annotations], benchmark=benchmark, video_root=[], option=[],
                             skip_invalid=False)
@@ -119,7 +122,7 @@ def _samples(annotations: str, benchmark: str | None) -> tuple[str, list]:
     return name, list(result.samples)
 
 
-def _store_import(args: argparse.Namespace, result: Any, errors: list | None, extra: dict[str, Any]) -> int:
+def _store_import(args: argparse.Namespace, result: Any, errors: list[Any] | None, extra: dict[str, Any]) -> int:
     from tempcore.tidy import file_sha256, store_predictions
 
     for err in errors or ():

@@ -6,9 +6,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "mba",
         help="binary accuracy (BA) and multiple binary accuracy (MBA) per model x condition",
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
 
             samples = binarize(samples, seed=args.binary_seed)
     parses = ["extract", "first-char"] if args.parse == "both" else [args.parse]
-    out: dict = {}
+    out: dict[str, Any] = {}
     texts = []
     for parse in parses:
         result = mba_table(table, samples=samples, benchmark=args.benchmark, models=args.models,

@@ -13,7 +13,7 @@ class ReportInputError(TempcoreError):
     """A side input of the report (ratings, external scores) cannot be read."""
 
 
-def register(sub: argparse._SubParsersAction) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from tempcore.cli._common import (
         add_benchmark_arguments,
         add_diagnosis_arguments,

@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser(
         "select",
         help="select frames with one strategy from per-frame scores in a JSON file",
@@ -87,7 +87,7 @@ def _choose(records: list[Any], name: str, args: argparse.Namespace) -> dict[str
         return all(str(rec[k]) == str(v) if k in rec else len(records) == 1
                    for k, v in wanted.items() if v is not None)
 
-    chosen = [r for r in records if matches(r)]
+    chosen: list[dict[str, Any]] = [r for r in records if matches(r)]
     if len(chosen) == 1:
         return chosen[0]
 
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
     args.strategy = canonical.get(str(args.strategy).lower(), args.strategy)
     timestamps, scores, record_id = _load(args.scores, args)
     params = _params(args)
-    common = dict(sample_id=args.sample_id if args.sample_id is not None else (record_id or ""))
+    common: dict[str, Any] = dict(sample_id=args.sample_id if args.sample_id is not None else (record_id or ""))
     if args.window is not None:
         if args.strategy != "oracle":
             raise SelectionError(f"--window applies to the oracle strategy, not {args.strategy!r}")

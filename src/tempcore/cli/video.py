@@ -6,10 +6,12 @@ import argparse
 import json
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("video", help="decode and inspect videos")
     sub = parser.add_subparsers(dest="video_command", metavar="SUBCOMMAND")
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+    from tempcore.cli._common import show_help
+
+    parser.set_defaults(func=show_help(parser))
 
     probe = sub.add_parser(
         "probe",

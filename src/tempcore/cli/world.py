@@ -175,7 +175,7 @@ def run_train(args: argparse.Namespace) -> int:
             print("no answerer models in this installation (tempcore.world.answerers); trained the encoder only",
                   file=sys.stderr)
         else:
-            from tempcore.world import answerers  # type: ignore[attr-defined]
+            from tempcore.world import answerers
 
             summary = answerers.train_all(zoo, seed=args.seed, log=lambda line: print(line, file=sys.stderr))
             print(f"answerers: {json.dumps(summary)}")

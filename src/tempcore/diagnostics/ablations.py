@@ -191,7 +191,8 @@ def _is_null(column: Any) -> np.ndarray:
         return np.zeros(len(column), dtype=bool)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    return pc.is_null(column).to_numpy(zero_copy_only=False)
+    nulls: np.ndarray = pc.is_null(column).to_numpy(zero_copy_only=False)
+    return nulls
 
 
 def _constant(column: Any) -> bool:
@@ -209,7 +210,7 @@ def _constant(column: Any) -> bool:
                                                                      if len(c)}) <= 1
     if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
         mm = pc.min_max(column)
-        return mm["min"].as_py() == mm["max"].as_py()
+        return bool(mm["min"].as_py() == mm["max"].as_py())
     return False
 
 
@@ -226,7 +227,7 @@ def _ints(column: Any, null: int) -> np.ndarray:
         column = pc.round(column)
     if column.null_count:
         column = pc.fill_null(column.cast(pa.int64()), null)
-    out = column.to_numpy(zero_copy_only=False)
+    out: np.ndarray = column.to_numpy(zero_copy_only=False)
     return out if np.issubdtype(out.dtype, np.integer) else out.astype(np.int64)  # int8 stays int8: no copy
 
 
@@ -242,12 +243,12 @@ def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarr
         width = len(values)
         present = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
         present[cond[keep] * width + codes[keep]] = True
-        present = present.reshape(len(conditions), width)
-        for ci in np.flatnonzero(present.sum(axis=1) > 1):
+        grid = present.reshape(len(conditions), width)
+        for ci in np.flatnonzero(grid.sum(axis=1) > 1):
             name = conditions[int(ci)]
             if col in filters.get(name, {}):
                 continue
-            seen = sorted((values[int(v)] for v in np.flatnonzero(present[ci])), key=str)
+            seen = sorted((values[int(v)] for v in np.flatnonzero(grid[ci])), key=str)
             raise DiagnosticsError(
                 f"condition {name!r}: predictions mix several {col} values {seen}; choose one "
                 f"(filters={{{name!r}: {{{col!r}: {seen[0]!r}}}}})"
@@ -450,7 +451,7 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     over every benchmark of the table: ``conditional`` (the inferred definition |C_b ∩ C_a| / |C_b|),
     ``symmetric``, ``same_option``, ``kappa`` and ``n`` (questions answered under both).
     Vectorised over models; :func:`agreement_measures` is the same for one pair of vectors."""
-    out = []
+    out: list[dict[str, Any]] = []
     conds = prep.conditions
     present = ~np.isnan(prep.correct)  # (C, S, M)
     right = prep.correct > 0.5

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -103,7 +103,7 @@ class ResultTable:
     def __len__(self) -> int:
         return len(self.rows)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.rows)
 
     def column(self, name: str) -> list[Any]:
@@ -486,8 +486,8 @@ def _rows_from(agg: Any, keys: list[str], confidence: float, has_pe: bool) -> li
     return rows
 
 
-def _sort_key(keys: Sequence[str]):  # type: ignore[no-untyped-def]
-    def key(row: dict[str, Any]) -> tuple:
+def _sort_key(keys: Sequence[str]) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    def key(row: dict[str, Any]) -> tuple[Any, ...]:
         out = []
         for k in keys:
             v = row.get(k)
@@ -600,7 +600,7 @@ def nextqa_official(
     agg, keys = _aggregate(work, cond, by_cols, per_window=False)
     base = [k for k in keys if k != type_field]
     rows = _rows_from(agg, keys, confidence, "parse_error" in work.column_names)
-    groups: dict[tuple, dict[str, dict[str, int]]] = {}
+    groups: dict[tuple[Any, ...], dict[str | None, dict[str, int]]] = {}  # type None: no question type
     for r in rows:
         g = groups.setdefault(tuple(r[k] for k in base), {})
         g[r[type_field]] = {"n": r["n"], "correct": r["correct"], "incomplete": r["incomplete"]}

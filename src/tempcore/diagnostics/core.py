@@ -53,7 +53,8 @@ def panel_mean(values: np.ndarray) -> np.ndarray:
         raise ValueError("expected a (samples x models) matrix")
     if values.shape[1] == 0:
         return np.full(values.shape[0], np.nan)
-    return values.mean(axis=1)
+    means: np.ndarray = values.mean(axis=1)
+    return means
 
 
 def fss(plus: np.ndarray, minus: np.ndarray) -> np.ndarray:
@@ -122,7 +123,8 @@ def taxonomy(fss_values: np.ndarray, lis_values: np.ndarray, tau: float = 0.15, 
 
 def is_temporally_sensitive(categories: np.ndarray) -> np.ndarray:
     c = np.asarray(categories, dtype=object)
-    return (c == "temporally_grounded") | (c == "visual_bias")
+    sensitive: np.ndarray = (c == "temporally_grounded") | (c == "visual_bias")
+    return sensitive
 
 
 def tpi(categories: np.ndarray) -> float | None:

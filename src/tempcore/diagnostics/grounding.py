@@ -249,7 +249,9 @@ def group_summaries(
 # --- ranked windows (QVHighlights moment retrieval) -----------------------------------------
 
 
-def _pad(item: np.ndarray, n_items: int, *columns: np.ndarray, width: int | None = None, fill: float = np.nan):
+def _pad(
+    item: np.ndarray, n_items: int, *columns: np.ndarray, width: int | None = None, fill: float = np.nan
+) -> tuple[list[np.ndarray], np.ndarray]:
     """Flat rows grouped by item -> (n_items, width) arrays, rows kept in their flat order per item."""
     order = np.argsort(item, kind="stable")
     it = item[order]
@@ -301,7 +303,7 @@ def average_precision(
         recall = tp_c / n_gt[:, None, None]
     envelope = np.maximum.accumulate(precision[:, :, ::-1], axis=2)[:, :, ::-1]
     prev = np.concatenate([np.zeros((q, thr.size, 1)), recall[:, :, :-1]], axis=2)
-    ap = np.sum(np.where(recall != prev, (recall - prev) * envelope, 0.0), axis=2)
+    ap: np.ndarray = np.sum(np.where(recall != prev, (recall - prev) * envelope, 0.0), axis=2)
     ap[n_gt == 0] = np.nan
     return ap
 
@@ -345,7 +347,11 @@ def moment_retrieval(
     return out
 
 
-def _mr(ps, pe, sc, pi, gs, ge, gi, n_items, r1_thresholds, map_thresholds, max_pred, reversed) -> dict[str, Any]:
+def _mr(
+    ps: np.ndarray, pe: np.ndarray, sc: np.ndarray, pi: np.ndarray,
+    gs: np.ndarray, ge: np.ndarray, gi: np.ndarray, n_items: int,
+    r1_thresholds: Sequence[float], map_thresholds: Sequence[float], max_pred: int | None, reversed: str,
+) -> dict[str, Any]:
     has_gt = np.bincount(gi, minlength=n_items) > 0
     (gS, gE), n_gt = _pad(gi, n_items, gs, ge)
     # R1: the first listed window of each query against its best GT window

@@ -268,7 +268,8 @@ def _combine(
 def _numpy(col: Any, dtype: Any, fill: float) -> np.ndarray:
     import pyarrow.compute as pc
 
-    return pc.fill_null(col, fill).to_numpy(zero_copy_only=False).astype(dtype) if col is not None else None
+    out: np.ndarray = pc.fill_null(col, fill).to_numpy(zero_copy_only=False).astype(dtype)
+    return out
 
 
 # --- per-sample fields -----------------------------------------------------------------------
@@ -304,7 +305,7 @@ class _Samples:
     first_row: np.ndarray  # (n,) first row of each sample
     bench: np.ndarray  # (n,) benchmark code
     bench_values: list[str]
-    records: list[Sample | None] | None  # (n,) when samples were given
+    records: list[Sample] | None  # (n,) when samples were given
     binary_id: np.ndarray | None = None  # (n,) bool: the id has the binarised form (rule 3)
 
 
@@ -426,7 +427,7 @@ def _split_binary_ids(ids: Any) -> tuple[np.ndarray, Any] | None:
     return has_np, pc.if_else(has, cut, ids)
 
 
-def _lookup_records(table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None) -> list:
+def _lookup_records(table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None) -> list[Sample]:
     import pyarrow as pa
 
     heads = table.select(["benchmark", "sample_id"]).take(pa.array(s_first))
@@ -445,7 +446,7 @@ def _lookup_records(table: Any, s_first: np.ndarray, samples: Iterable[Sample], 
             f"{len(missing)} sample(s) in the predictions are not in the annotations, e.g. {shown} "
             "(check the benchmark and the annotation file)"
         )
-    return found
+    return [f for f in found if f is not None]  # all found (a missing one raised above)
 
 
 # --- the computation -------------------------------------------------------------------------
@@ -489,7 +490,8 @@ def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
          for v in values.to_pylist()] or [-2],
         dtype=np.int64,
     )
-    return (letter[codes] == shown).astype(np.int64)
+    hits: np.ndarray = (letter[codes] == shown).astype(np.int64)
+    return hits
 
 
 def mba_table(
@@ -666,8 +668,8 @@ def _view(
         expected = np.bincount(unit_of_s, minlength=n_units)
         universe = dict(zip(label_key, np.bincount(label_of_unit, minlength=n_labels).tolist()))
     else:
-        per_unit: Counter = Counter()
-        per_label: dict[tuple[Any, Any], set] = {}
+        per_unit: Counter[Any] = Counter()
+        per_label: dict[tuple[Any, Any], set[Any]] = {}
         for x in samples:
             bench = benchmark if benchmark is not None else x.benchmark
             lab = None if fname is None else _sample_field(x, fname)

@@ -131,12 +131,12 @@ def task_of(sample: Sample, field: str = "task") -> str:
 def letter_chi2(letters: Sequence[int], n_options: Sequence[int]) -> float | None:
     """p-value of the chi-square test of correct letter positions against uniform positions
     (expected count of letter j: sum of ``1 / n_options`` over questions with more than j options)."""
-    letters = np.asarray(letters, dtype=np.int64)
+    codes = np.asarray(letters, dtype=np.int64)
     n_opt = np.asarray(n_options, dtype=np.int64)
-    if letters.size == 0:
+    if codes.size == 0:
         return None
     width = int(n_opt.max())
-    observed = np.bincount(letters, minlength=width).astype(np.float64)
+    observed = np.bincount(codes, minlength=width).astype(np.float64)
     expected = np.zeros(width)
     for n in np.unique(n_opt):
         expected[: int(n)] += (n_opt == n).sum() / float(n)
@@ -151,9 +151,10 @@ def letter_chi2(letters: Sequence[int], n_options: Sequence[int]) -> float | Non
 
 def _task_prior(samples: list[Sample], *, repeat_share: float, max_examples: int) -> dict[str, Any]:
     mc = [s for s in samples if s.answer is not None and s.options]
+    answers = [s.answer for s in mc if s.answer is not None]  # = mc's answers, narrowed to int
     n = len(mc)
-    by_text = Counter(s.options[s.answer] for s in mc)
-    by_letter = Counter(LETTERS[s.answer] for s in mc)
+    by_text = Counter(s.options[a] for s, a in zip(mc, answers))
+    by_letter = Counter(LETTERS[a] for a in answers)
     flags: dict[str, dict[str, Any]] = {f: {"count": 0, "examples": []} for f in FLAGS}
     for s in mc:
         for name, hit in sample_flags(s, repeat_share).items():
@@ -167,7 +168,7 @@ def _task_prior(samples: list[Sample], *, repeat_share: float, max_examples: int
         "answers_by_letter": {k: by_letter[k] for k in sorted(by_letter)},
         "majority_baseline": by_text.most_common(1)[0][1] / n if n else None,
         "chance": float(np.mean([1.0 / len(s.options) for s in mc])) if n else None,
-        "letter_chi2_p": letter_chi2([s.answer for s in mc], [len(s.options) for s in mc]) if n else None,
+        "letter_chi2_p": letter_chi2(answers, [len(s.options) for s in mc]) if n else None,
         "flags": flags,
     }
 
@@ -234,7 +235,7 @@ def prediction_priors(
     tasks: dict[str, int] = {}
     task_code = np.zeros(len(found), dtype=np.int64)
     for i, s in enumerate(found):
-        assert s is not None
+        assert s is not None and s.answer is not None  # lookup keeps only samples with an answer
         for j, o in enumerate(s.options):
             option_code[i, j] = texts.setdefault(o, len(texts))
         target[i] = s.answer

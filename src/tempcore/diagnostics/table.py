@@ -73,7 +73,8 @@ def _equal(column: Any, value: Any) -> np.ndarray:
     import pyarrow.compute as pc
 
     if not pa.types.is_dictionary(column.type):
-        return pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False)
+        plain: np.ndarray = pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False)
+        return plain
     chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
     parts = []
     for chunk in chunks:
@@ -304,7 +305,7 @@ class EncodedPredictions:
 
     def numeric(self, name: str) -> np.ndarray:
         """A column as float64 numpy (nulls -> NaN), converted once and cached."""
-        cache = self.__dict__.setdefault("_numeric", {})
+        cache: dict[str, np.ndarray] = self.__dict__.setdefault("_numeric", {})
         if name not in cache:
             cache[name] = self.table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
         return cache[name]
@@ -371,7 +372,8 @@ class EncodedPredictions:
         t = self.table
         if "rotation" not in t.column_names:
             return np.zeros(t.num_rows, dtype=np.int64)
-        return np.nan_to_num(self.numeric("rotation")).astype(np.int64)
+        rotation: np.ndarray = np.nan_to_num(self.numeric("rotation")).astype(np.int64)
+        return rotation
 
     def rotations_per_sample(self, mask: np.ndarray) -> np.ndarray:
         """Number of distinct option rotations each sample has among the masked rows."""
@@ -467,5 +469,5 @@ class EncodedPredictions:
         rows = slice(None) if mask is None else mask
         present = np.zeros(len(names) * n_m, dtype=bool)
         present[bench_of_sample[self.sample_code[rows]] * n_m + self.model_code[rows]] = True
-        present = present.reshape(len(names), n_m)
-        return {str(b): np.flatnonzero(present[i] & allowed) for i, b in enumerate(names)}
+        grid = present.reshape(len(names), n_m)
+        return {str(b): np.flatnonzero(grid[i] & allowed) for i, b in enumerate(names)}

@@ -110,7 +110,8 @@ def l2_normalise(x: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(x, axis=-1, keepdims=True)
     if np.any(norms == 0) or not np.all(np.isfinite(norms)):
         raise EncoderError("an embedding has zero or non-finite norm")
-    return x / norms
+    unit: np.ndarray = x / norms
+    return unit
 
 
 __all__ = [

@@ -80,7 +80,7 @@ def _sha256_file(path: Path) -> str:
 
 
 def _folder_files(folder: Path) -> list[Path]:
-    files = []
+    files: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         files.extend(Path(dirpath) / name for name in filenames if not name.startswith("."))

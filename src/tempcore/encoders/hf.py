@@ -107,12 +107,12 @@ def progress_bars(enabled: bool) -> Iterator[None]:
     from transformers.utils import logging as hf_logging
 
     was = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
     try:
         yield
     finally:
         if was:
-            hf_logging.enable_progress_bar()
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
 
 
 def resolve_device(device: str | None = None) -> Any:
@@ -177,9 +177,12 @@ def _checkpoint_folder(id_or_path: str, revision: str | None) -> Path:
     local = Path(id_or_path).expanduser()
     if local.is_dir():
         return local
-    from transformers.utils import cached_file
+    from transformers.utils.hub import cached_file
 
-    return Path(cached_file(id_or_path, "config.json", revision=revision)).parent
+    found = cached_file(id_or_path, "config.json", revision=revision)
+    if found is None:  # not raised for a missing entry only when asked not to; kept explicit
+        raise FileNotFoundError(f"{id_or_path}: no config.json")
+    return Path(found).parent
 
 
 def _pooled(output: Any) -> Any:
@@ -254,7 +257,7 @@ class HFFrameTextEncoder:
         family = config_dict.get("model_type")
         family_check(family)
         # what AutoConfig.from_pretrained -> from_dict does, less the log line that builds a default config
-        return CONFIG_MAPPING[family](**{**config_dict, "name_or_path": source})
+        return CONFIG_MAPPING[str(family)](**{**config_dict, "name_or_path": source})  # a FAMILIES str
 
     @classmethod
     def from_pretrained(
@@ -328,7 +331,9 @@ class HFFrameTextEncoder:
         model = model.to(torch_device).eval()
         try:
             tokenizer = AutoTokenizer.from_pretrained(source, config=config, **common)
-            image_processor = AutoImageProcessor.from_pretrained(source, config=config, **common)
+            image_processor = AutoImageProcessor.from_pretrained(  # type: ignore[no-untyped-call, unused-ignore]  # transformers
+                source, config=config, **common
+            )
         except (OSError, ValueError, ImportError) as exc:
             raise EncoderLoadError(
                 f"encoder {ident}: cannot load its tokenizer / image processor: {exc}"
@@ -507,7 +512,8 @@ class HFFrameTextEncoder:
             raise EncoderError(
                 f"encoder {self.name}: non-finite or zero embedding (dtype {self.dtype}); try --dtype float32"
             )
-        return (feats / norms).cpu().numpy().astype(np.float32, copy=False)
+        unit: np.ndarray = (feats / norms).cpu().numpy().astype(np.float32, copy=False)
+        return unit
 
 
 __all__ = ["FAMILIES", "EncoderStats", "HFFrameTextEncoder", "resolve_device", "resolve_dtype"]

@@ -124,7 +124,7 @@ def load_encoder(
         "trust_remote_code": trust_remote_code,
         "batch_size": batch_size,
     }
-    entry = ENCODERS.get(ident, None)
+    entry: EncoderFactory | str | Path | None = ENCODERS.get(ident, None)
     if entry is not None and not isinstance(entry, (str, Path)):
         return entry(**kwargs)
     resolved = resolve_encoder_id(ident)

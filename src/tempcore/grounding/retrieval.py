@@ -117,7 +117,8 @@ _CHUNK = 512  # queries per block: bounds the temporaries to a few (512, frames)
 _KEYS = ("start", "end", "peak_time", "peak_score")
 
 
-def _windows(s, fps, t0, beta, smooth_frames, min_len, max_len, dur) -> dict[str, np.ndarray]:
+def _windows(s: np.ndarray, fps: float, t0: float, beta: float, smooth_frames: int, min_len: float,
+             max_len: float, dur: np.ndarray) -> dict[str, np.ndarray]:
     q, n = s.shape
     sm = smooth(s, smooth_frames)
     filled = np.where(np.isnan(sm), -np.inf, sm)
@@ -176,7 +177,8 @@ def candidate_windows(
     return {key: np.concatenate([p[key] for p in parts]) if parts else np.zeros((0, k)) for key in _KEYS}
 
 
-def _candidates(s, k, fps, t0, nms_s, pad_s, smooth_frames, dur) -> dict[str, np.ndarray]:
+def _candidates(s: np.ndarray, k: int, fps: float, t0: float, nms_s: float, pad_s: float, smooth_frames: int,
+                dur: np.ndarray) -> dict[str, np.ndarray]:
     q, n = s.shape
     sm = np.where(np.isnan(s), -np.inf, smooth(s, smooth_frames))
     sm = np.where(np.isnan(sm), -np.inf, sm)
@@ -260,7 +262,8 @@ def to_absolute(t: Any, spans: list[tuple[float, float]]) -> np.ndarray:
     cum = np.concatenate(([0.0], np.cumsum(lengths)))
     x = np.clip(np.asarray(t, float), 0.0, cum[-1])
     k = np.clip(np.searchsorted(cum, x, side="right") - 1, 0, len(spans) - 1)
-    return a[k] + (x - cum[k])
+    mapped: np.ndarray = a[k] + (x - cum[k])
+    return mapped
 
 
 __all__ = [

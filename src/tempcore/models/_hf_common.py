@@ -279,13 +279,14 @@ class HFAdapterBase:
         messages = self._messages(request)
         if self.spec.system_prompt:
             messages = [{"role": "system", "content": self._system_content()}, *messages]
-        return self.tokenizer.apply_chat_template(
+        prompt: str = self.tokenizer.apply_chat_template(
             messages,
             chat_template=self.chat_template,
             tokenize=False,
             add_generation_prompt=True,
             **self._chat_kwargs,
         )
+        return prompt
 
     def _system_content(self) -> Any:
         return self.spec.system_prompt

@@ -17,7 +17,7 @@ def to_pil(image: np.ndarray, max_side: int | None = None):  # type: ignore[no-u
     if max_side is not None and max(pil.size) > max_side:
         scale = max_side / max(pil.size)
         size = (max(1, round(pil.size[0] * scale)), max(1, round(pil.size[1] * scale)))
-        pil = pil.resize(size, Image.BICUBIC)
+        pil = pil.resize(size, Image.Resampling.BICUBIC)
     return pil
 
 

@@ -48,7 +48,8 @@ class HFTextModel(HFAdapterBase):
             model = AutoModelForCausalLM.from_pretrained(spec.model, **model_kwargs)
         except (OSError, ValueError) as exc:
             raise ModelError(f"model {spec.display_name}: cannot load {spec.model!r}: {exc}") from exc
-        self.model = (model if "device_map" in spec.extra else model.to(self.device)).eval()
+        # transformers 5 types PreTrainedModel.to (a wrapped method) as if the model came first
+        self.model = (model if "device_map" in spec.extra else model.to(self.device)).eval()  # type: ignore[arg-type, unused-ignore]
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -37,7 +37,7 @@ from tempcore.models._hf_common import (
 from tempcore.models.base import ModelConfigError, ModelError, ModelRequest, ModelSpec
 
 
-def without_video_processor(processor_cls: type) -> type:
+def without_video_processor(processor_cls: type[Any]) -> type[Any]:
     """A subclass of ``processor_cls`` whose sub-processors exclude ``video_processor``.
 
     Its ``get_attributes()`` leaves ``video_processor`` out (so ``from_pretrained`` neither looks
@@ -51,7 +51,7 @@ def without_video_processor(processor_cls: type) -> type:
     params = [p for p in inspect.signature(processor_cls.__init__).parameters if p != "self"]
     position = params.index("video_processor") if "video_processor" in params else None
 
-    class ImagesOnlyProcessor(processor_cls):  # type: ignore[misc, valid-type]
+    class ImagesOnlyProcessor(processor_cls):  # type: ignore[misc]
         @classmethod
         def get_attributes(cls) -> list[str]:
             return [name for name in processor_cls.get_attributes() if name != "video_processor"]
@@ -69,17 +69,18 @@ def without_video_processor(processor_cls: type) -> type:
     return ImagesOnlyProcessor
 
 
-def processor_class_for(config: Any, config_dict: dict[str, Any]) -> type | None:
+def processor_class_for(config: Any, config_dict: dict[str, Any]) -> type[Any] | None:
     """The processor class a checkpoint declares (``processor_class``) or its model type maps to."""
     from transformers.models.auto.processing_auto import PROCESSOR_MAPPING, processor_class_from_name
 
     declared = config_dict.get("processor_class")
     if declared:
-        cls = processor_class_from_name(declared)
+        cls: type[Any] | None = processor_class_from_name(declared)
         if cls is not None:
             return cls
     try:
-        return PROCESSOR_MAPPING[type(config)]
+        # transformers types every auto mapping's value as the (slow, fast) tokenizer pair; this one is a class
+        return PROCESSOR_MAPPING[type(config)]  # type: ignore[return-value, unused-ignore]
     except KeyError:
         return None
 
@@ -92,13 +93,13 @@ def load_processor(spec: ModelSpec, config: Any, config_dict: dict[str, Any]) ->
     ``AutoProcessor`` unchanged.
     """
     from transformers import AutoProcessor
-    from transformers.utils import is_torchvision_available
+    from transformers.utils.import_utils import is_torchvision_available
 
     kwargs = dict(revision=spec.revision, trust_remote_code=spec.trust_remote_code)
     cls = processor_class_for(config, config_dict)
     if cls is not None and "video_processor" in cls.get_attributes() and not is_torchvision_available():
         return without_video_processor(cls).from_pretrained(spec.model, **kwargs)
-    return AutoProcessor.from_pretrained(spec.model, **kwargs)
+    return AutoProcessor.from_pretrained(spec.model, **kwargs)  # type: ignore[no-untyped-call, unused-ignore]  # transformers
 
 
 class HFVisionLanguageModel(HFAdapterBase):

@@ -95,7 +95,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
@@ -287,7 +287,7 @@ def parse_completion(
         ) from exc
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, list):  # some servers return content parts
-        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        texts: list[str] = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
         content = "".join(texts) if texts else None
     if not isinstance(content, str):
         reason = choice.get("finish_reason") if isinstance(choice, dict) else None
@@ -335,8 +335,8 @@ class _LoopThread:
             self.loop.run_until_complete(self.loop.shutdown_asyncgens())
             self.loop.close()
 
-    def run(self, coro: Awaitable[T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
         try:
             return future.result()
         except BaseException:
@@ -813,7 +813,8 @@ def build_chat_body(
     model: OpenAIChatModel, request: ModelRequest, method: str = METHOD_GENERATE
 ) -> dict[str, Any]:
     """The JSON body ``model`` would send for ``request`` (for inspection and tests)."""
-    return json.loads(model._build_body(request, method))
+    body: dict[str, Any] = json.loads(model._build_body(request, method))
+    return body
 
 
 __all__ = [

@@ -176,8 +176,8 @@ def frame_sets(rows: Sequence[Mapping[str, Any]], fss_mode: str, filters: Mappin
                   and not r.get("rotation")
                   and all(v is None or r.get(c) == v for c, v in filters.items())]
         chosen.sort(key=lambda r: str(r["model"]))
-        sets = [(r, _json_list(r.get("frame_indices"))) for r in chosen]
-        sets = [(r, idx) for r, idx in sets if idx]
+        listed = [(r, _json_list(r.get("frame_indices"))) for r in chosen]
+        sets = [(r, idx) for r, idx in listed if idx]
         if not sets:
             if chosen:
                 out[strategy] = {"indices": [], "timestamps": [], "note": "the predictions do not record the frames"}
@@ -308,9 +308,10 @@ def thumbnails(
     if native and native[0] > 0:
         height = max(2, int(round(width * native[1] / native[0] / 2)) * 2)
         size = (int(width), height)
-    known = timestamps is not None and len(timestamps) == len(indices) and all(t is not None for t in timestamps)
-    if known and media != "frames" and max(timestamps) - (start or 0.0) > seek_after_s:  # type: ignore[arg-type]
-        frames = [_frame_near(path, float(t), size, media) for t in timestamps]  # type: ignore[arg-type, union-attr]
+    stamps = [t for t in timestamps if t is not None] if timestamps is not None else []
+    known = timestamps is not None and len(timestamps) == len(indices) and len(stamps) == len(timestamps)
+    if known and media != "frames" and max(stamps) - (start or 0.0) > seek_after_s:
+        frames = [_frame_near(path, float(t), size, media) for t in stamps]
     else:
         batch = read_frames(path, list(indices), fps=fps, start=start, end=end, size=size, media=media)
         frames = list(batch.frames)

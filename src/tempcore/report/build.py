@@ -138,8 +138,8 @@ def collapse_rotations(result: Any) -> Any:
         rotations = sorted({r.get("rotation") for r in same}, key=lambda v: (v is None, v if v is not None else 0))
         if len(same) > 1 and len(rotations) == len(same):
             merged += 1
-            ints = all(isinstance(r, int) for r in rotations)
-            if ints and rotations == list(range(int(rotations[0] or 0), int(rotations[-1] or 0) + 1)):
+            ints = [r for r in rotations if isinstance(r, int)]
+            if len(ints) == len(rotations) and rotations == list(range(ints[0], ints[-1] + 1)):
                 span = f"{rotations[0]}-{rotations[-1]}"
             else:
                 span = ",".join(str(r) for r in rotations)

@@ -16,7 +16,7 @@ from typing import Any
 def mba_section(table: Any, samples_by_benchmark: Mapping[str, Any] | None = None) -> Any:
     from tempcore.diagnostics.accuracy import ResultTable
     from tempcore.diagnostics.mba import MBAError, mba_table
-    from tempcore.report.build import Section, TableItem
+    from tempcore.report.build import FigureItem, Section, TableItem
 
     samples = {name: list(getattr(v, "samples", v)) for name, v in (samples_by_benchmark or {}).items()}
     rows: list[dict[str, Any]] = []
@@ -36,7 +36,7 @@ def mba_section(table: Any, samples_by_benchmark: Mapping[str, Any] | None = Non
         return None
     columns = ["benchmark", "model", *cond_cols, "n_binary", "ba", "n_groups", "mba", "chance_mba", "gap",
                "incomplete_groups"]
-    items = [TableItem("mba", "Binary and multiple binary accuracy", ResultTable(
+    items: list[TableItem | FigureItem] = [TableItem("mba", "Binary and multiple binary accuracy", ResultTable(
         name="mba", title="BA, MBA and chance MBA (micro averages; gap = BA - MBA)", columns=columns, rows=rows,
         notes=["MBA: a group counts only when every binary question of it is correct; incomplete groups excluded",
                *notes], percent=("ba", "mba", "chance_mba", "gap")))]

@@ -358,8 +358,8 @@ def grouped_bars(
                         f'height="{abs(y0 - y1):.1f}" fill="{color}"><title>'
                         f"{esc(f'{group} / {name}: {fmt(v * scale)}')}</title></rect>")
             iv = (intervals or {}).get(name)
-            if iv and gi < len(iv) and iv[gi][0] is not None and iv[gi][1] is not None:
-                lo_v, hi_v = iv[gi]
+            lo_v, hi_v = iv[gi] if iv and gi < len(iv) else (None, None)
+            if lo_v is not None and hi_v is not None:
                 mx = x + slot * 0.46
                 body.append(f'<line class="ci" x1="{mx:.1f}" y1="{ax.py(lo_v * scale):.1f}" x2="{mx:.1f}" '
                             f'y2="{ax.py(hi_v * scale):.1f}" stroke="#222" stroke-width="1"/>')

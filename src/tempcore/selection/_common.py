@@ -176,7 +176,7 @@ def top_r(values: np.ndarray, r: int) -> np.ndarray:
     return np.sort(np.concatenate([above, equal]))
 
 
-R = TypeVar("R")
+R = TypeVar("R", bound="FrameSet | list[FrameSet]")  # what a strategy kernel returns
 
 
 def strategy(

@@ -45,7 +45,7 @@ def _selection_order(t: np.ndarray, s: np.ndarray, k: int) -> np.ndarray:
         counts = np.diff(np.append(starts, n))
         is_best = s == np.repeat(best, counts)
         leaders = np.minimum.reduceat(np.where(is_best, np.arange(n), n), starts)
-        chosen = leaders[top_r(s[leaders], k)]
+        chosen: np.ndarray = leaders[top_r(s[leaders], k)]
         return chosen[np.lexsort((chosen, -s[chosen]))]
     by_second = np.lexsort((-s, sec))
     group = np.cumsum(first_of_second) - 1
@@ -71,7 +71,8 @@ def rank_frames(
     frames = prepare(timestamps, scores, 1 if k is None else k, strategy=name, sample_id=sample_id,
                      needs_scores=True)
     kk = frames.n if k is None else frames.k
-    s = -frames.s if lowest_first else frames.s  # type: ignore[operator]
+    assert frames.s is not None  # needs_scores=True
+    s = -frames.s if lowest_first else frames.s
     return frames.indices(_selection_order(frames.t, s, kk))
 
 

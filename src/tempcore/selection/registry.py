@@ -114,14 +114,16 @@ def call_strategy(
     name: str,
     timestamps: Any,
     scores: Any,
-    k: int,
+    k: int | None,
     *,
     seed: int = 0,
     sample_id: str = "",
     variant: str | None = None,
     **params: Any,
 ) -> FrameSet | list[FrameSet]:
-    """Call strategy ``name``, refusing (SelectionError) a variant or parameter it does not take."""
+    """Call strategy ``name``, refusing (SelectionError) a variant or parameter it does not take.
+
+    ``k=None`` (a condition whose K is unknown) is refused with a SelectionError by the strategy."""
     fn = get_strategy(name)
     accepted, open_ended = _accepted(fn)
     if variant is not None:
@@ -175,14 +177,15 @@ def select(
 def oracle_window(
     timestamps: Any,
     scores: Any,
-    k: int,
+    k: int | None,
     window: int,
     *,
     sample_id: str = "",
     stride: int | None = None,
     max_windows: int = windows.DEFAULT_MAX_WINDOWS,
 ) -> FrameSet:
-    """Oracle window number ``window`` (0-based, among the windows kept after subsampling)."""
+    """Oracle window number ``window`` (0-based, among the windows kept after subsampling); ``k=None``
+    (K unknown) is refused with a SelectionError."""
     frames = prepare(timestamps, scores, k, strategy="oracle", sample_id=sample_id, needs_scores=False)
     try:
         starts = windows.window_starts(frames.n, frames.k, stride=stride, max_windows=max_windows)

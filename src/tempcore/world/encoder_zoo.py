@@ -148,7 +148,7 @@ def build_tokenizer(max_length: int = MAX_TEXT_TOKENS, vocab_size: int = VOCAB_S
     tok.post_processor = processors.TemplateProcessing(
         single=f"$A {EOS}", special_tokens=[(EOS, tok.token_to_id(EOS))]
     )
-    return PreTrainedTokenizerFast(
+    return PreTrainedTokenizerFast(  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated __init__
         tokenizer_object=tok, pad_token=PAD, eos_token=EOS, unk_token=UNK, model_max_length=max_length
     )
 
@@ -220,7 +220,8 @@ class Batch:
 def make_batch(scenes: Sequence[Scene], rng: np.random.Generator, batch_size: int = DEFAULT_BATCH) -> Batch:
     """``batch_size`` frames (``FRAMES_PER_SCENE`` per scene, about half inside event windows), one
     caption each, and the multi-positive label matrix."""
-    frames, texts, mentions, visible = [], [], [], []
+    frames: list[np.ndarray] = []
+    texts, mentions, visible = [], [], []
     while len(frames) < batch_size:
         scene = scenes[int(rng.integers(len(scenes)))]
         windows = _event_windows(scene)
@@ -426,11 +427,11 @@ def _train(out: Path, seed: int, steps: int, batch_size: int, lr: float, n_scene
     eval_after = evaluate_loss(model, tokenizer, held_out)
 
     out.mkdir(parents=True, exist_ok=True)
-    model.eval()
+    model.eval()  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
     from transformers.utils import logging as hf_logging
 
     verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # saving builds a default SiglipConfig, which warns about its own defaults
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call, unused-ignore]  # saving builds a default SiglipConfig, which warns about its own defaults
     try:
         model.save_pretrained(out)
     finally:

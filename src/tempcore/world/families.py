@@ -49,7 +49,7 @@ FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,8 +130,8 @@ def _place(correct: str, distractors: Sequence[str], position: int, rng: np.rand
     return tuple(others[:position] + [correct] + others[position:])
 
 
-def _pick(pool: Sequence[str], n: int, rng: np.random.Generator) -> list[str]:
-    pool = sorted(pool)
+def _pick(values: Collection[str], n: int, rng: np.random.Generator) -> list[str]:
+    pool = sorted(values)  # a set's order is not reproducible; sorted is
     if len(pool) < n:
         raise FamilyError(f"need {n} distinct values, the pool has only {pool}")
     return [pool[i] for i in rng.choice(len(pool), size=n, replace=False)]

@@ -134,7 +134,7 @@ def build_tokenizer(texts: Sequence[str], vocab_size: int = 512) -> Any:
         vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False
     )
     tok.train_from_iterator(list(texts), trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok)  # type: ignore[no-untyped-call, unused-ignore]  # transformers: unannotated
     fast.add_special_tokens({"bos_token": "<|im_start|>", "eos_token": "<end_of_utterance>",
                              "pad_token": "<|endoftext|>"})
     fast.add_special_tokens({"additional_special_tokens": SPECIALS})
@@ -174,7 +174,8 @@ def build_model(tokenizer: Any, seed: int, *, text_layers: int = 4) -> tuple[Any
         vision_config=vision,
         scale_factor=3,
         image_token_id=tokenizer.convert_tokens_to_ids("<image>"),
-        pad_token_id=tokenizer.pad_token_id,
+        # not in Idefics3Config's signature; kept as an extra attribute (written to config.json)
+        pad_token_id=tokenizer.pad_token_id,  # type: ignore[call-arg, unused-ignore]
     )
     torch.manual_seed(seed)
     model = tf.Idefics3ForConditionalGeneration(config)
@@ -193,7 +194,7 @@ def build_model(tokenizer: Any, seed: int, *, text_layers: int = 4) -> tuple[Any
 def _image_processor_class() -> Any:
     """Idefics3's PIL image processor when torchvision is absent (what ``AutoProcessor`` falls back to)."""
     import transformers as tf
-    from transformers.utils import is_torchvision_available
+    from transformers.utils.import_utils import is_torchvision_available
 
     if not is_torchvision_available() and hasattr(tf, "Idefics3ImageProcessorPil"):
         return tf.Idefics3ImageProcessorPil
@@ -207,10 +208,11 @@ def render_chat(tokenizer: Any, n_images: int, prompt: str) -> str:
     """The text the ``hf`` adapter feeds for a request (user turn with images + generation prompt)."""
     content: list[dict[str, Any]] = [{"type": "image"} for _ in range(n_images)]
     content.append({"type": "text", "text": prompt})
-    return tokenizer.apply_chat_template(
+    text: str = tokenizer.apply_chat_template(
         [{"role": "user", "content": content}], chat_template=CHAT_TEMPLATE, tokenize=False,
         add_generation_prompt=True,
     )
+    return text
 
 
 def answer_text(example: Any, echo: bool = True) -> str:

@@ -96,7 +96,7 @@ def format_probe(result: dict[str, Any]) -> str:
     head = f"{'group':<22}{'n':>5}{'max any':>9}{'max top1':>10}{'max frac':>10}{'min any':>9}{'min frac':>10}"
     lines += [head, "-" * len(head)]
     for g, s in result["groups"].items():
-        def f(key: str, s: dict = s) -> str:
+        def f(key: str, s: dict[str, Any] = s) -> str:
             v = s[key]
             return "-" if v is None else f"{v:.3f}"
 

@@ -251,7 +251,7 @@ def _background(size: tuple[int, int], name: str, noise_seed: int) -> np.ndarray
     rng = np.random.default_rng(noise_seed)
     base = np.array(BACKGROUNDS[name], dtype=np.int16)
     noise = rng.integers(-_BACKGROUND_NOISE, _BACKGROUND_NOISE + 1, size=(h, w, 1), dtype=np.int16)
-    img = np.clip(base[None, None, :] + noise, 0, 255).astype(np.uint8)
+    img: np.ndarray = np.clip(base[None, None, :] + noise, 0, 255).astype(np.uint8)
     img.setflags(write=False)
     return img
 
@@ -281,15 +281,18 @@ def object_centre(obj: SceneObject, t: float, size: tuple[int, int]) -> tuple[fl
 
 
 def _inside(shape: str, dx: np.ndarray, dy: np.ndarray, r: np.float32) -> np.ndarray:
+    inside: np.ndarray
     if shape == "square":
-        return np.maximum(np.abs(dx), np.abs(dy)) <= 0.82 * r
-    if shape == "circle":
-        return dx * dx + dy * dy <= r * r
-    if shape == "triangle":  # pointing up
-        return (dy >= -r) & (dy <= 0.8 * r) & (np.abs(dx) <= (dy + r) * 0.62)
-    if shape == "diamond":
-        return np.abs(dx) + np.abs(dy) <= 1.1 * r
-    raise SceneError(f"unknown shape {shape!r}")
+        inside = np.maximum(np.abs(dx), np.abs(dy)) <= 0.82 * r
+    elif shape == "circle":
+        inside = dx * dx + dy * dy <= r * r
+    elif shape == "triangle":  # pointing up
+        inside = (dy >= -r) & (dy <= 0.8 * r) & (np.abs(dx) <= (dy + r) * 0.62)
+    elif shape == "diamond":
+        inside = np.abs(dx) + np.abs(dy) <= 1.1 * r
+    else:
+        raise SceneError(f"unknown shape {shape!r}")
+    return inside
 
 
 def _box(centre: tuple[float, float], radius_px: float, size: tuple[int, int]) -> tuple[int, int, int, int]:

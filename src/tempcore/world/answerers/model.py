@@ -52,7 +52,8 @@ class Answerer:
             stacks = [frames_tensor(r.images or (_grey_image(),)) for r in requests]
             frames = torch.stack(stacks)
         with torch.inference_mode():
-            return self.net(frames, _bag(self.codec, questions), _bag(self.codec, options), n)
+            scores: torch.Tensor = self.net(frames, _bag(self.codec, questions), _bag(self.codec, options), n)
+        return scores
 
 
 def _grey_image(side: int = IMAGE_SIDE) -> np.ndarray:
@@ -151,7 +152,7 @@ class ZooModel:
             self.answerer: Answerer | None = load_answerer(spec.model, spec.extra.get("zoo_dir"), device)
         except ZooError as exc:
             raise ModelError(f"model {self.name}: {exc}") from exc
-        self.revision = spec.revision or self.answerer.weights_sha256[:12]
+        self.revision: str | None = spec.revision or self.answerer.weights_sha256[:12]  # Model's field type
 
     @classmethod
     def from_spec(cls, spec: ModelSpec) -> ZooModel:

@@ -118,7 +118,8 @@ class AnswererNet(nn.Module):
         )
 
     def encode_text(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        return self.text_norm(self.text(flat, offsets))
+        encoded: torch.Tensor = self.text_norm(self.text(flat, offsets))
+        return encoded
 
     def train(self, mode: bool = True) -> AnswererNet:
         """Train mode for the head; the frozen frame encoder always stays in eval mode."""
@@ -147,7 +148,8 @@ class AnswererNet(nn.Module):
         o = self.encode_text(*o_ids).view(b, n_options, d)
         qe = q[:, None, :].expand(b, n_options, d)
         if self.kind == "text":
-            return self.scorer(torch.cat([qe, o, qe * o], dim=-1)).squeeze(-1)
+            text_scores: torch.Tensor = self.scorer(torch.cat([qe, o, qe * o], dim=-1)).squeeze(-1)
+            return text_scores
         if features is None:
             if frames is None:
                 raise ZooError(f"answerer kind {self.kind!r} needs frames")
@@ -167,4 +169,5 @@ class AnswererNet(nn.Module):
             query = self.query(torch.cat([qe, o], dim=-1))
             weights = torch.softmax(query @ self.key(g).transpose(1, 2) / math.sqrt(d), dim=-1)
             h = weights @ g
-        return self.scorer(torch.cat([h, qe, o, h * o, qe * o], dim=-1)).squeeze(-1)
+        scores: torch.Tensor = self.scorer(torch.cat([h, qe, o, h * o, qe * o], dim=-1)).squeeze(-1)
+        return scores

@@ -88,7 +88,8 @@ def _scene_windows(scene: Any) -> list[Any]:
 def _frames_in(scene: Any, window: Any) -> np.ndarray:
     idx = np.arange(scene.n_frames)
     times = idx / scene.fps
-    return idx[(times + 1e-9 >= window.start) & (times + 1e-9 < window.end)]
+    inside: np.ndarray = idx[(times + 1e-9 >= window.start) & (times + 1e-9 < window.end)]
+    return inside
 
 
 def _by_distinct_seconds(candidates: np.ndarray, fps: float, k: int, rng: np.random.Generator) -> list[int]:

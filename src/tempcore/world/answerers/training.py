@@ -79,7 +79,7 @@ def train_frame_encoder(
             ls.reshape(-1, ls.shape[-1]), shp.reshape(-1)
         )
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # torch: Tensor.backward is unannotated
         opt.step()
         running.append(float(loss.detach()))
         exact.append(float(((lc.argmax(-1) == col) & (ls.argmax(-1) == shp)).all(dim=1).float().mean()))
@@ -141,7 +141,7 @@ def feature_bank(
             frames = render_frames(scene, np.arange(scene.n_frames) / scene.fps)
             if rng.random() < degrade_p:
                 frames = degrade(frames, rng)
-            parts = [encoder(frames_tensor(frames[i : i + chunk])) for i in range(0, len(frames), chunk)]
+            parts = [encoder(frames_tensor(list(frames[i : i + chunk]))) for i in range(0, len(frames), chunk)]
             bank[scene.video_id] = torch.cat(parts).half()
     return bank
 
@@ -150,7 +150,8 @@ def grey_features(encoder: FrameEncoder) -> torch.Tensor:
     """``(256, F)``: encoder features of a uniform grey frame of each level 0..255."""
     levels = np.arange(256, dtype=np.uint8)[:, None, None, None] * np.ones((1, IMAGE_SIDE, IMAGE_SIDE, 3), np.uint8)
     with torch.inference_mode():
-        return encoder(frames_tensor(list(levels)))
+        features: torch.Tensor = encoder(frames_tensor(list(levels)))
+    return features
 
 
 def gather_features(draws: Sequence[Draw], bank: Mapping[str, torch.Tensor], grey: torch.Tensor) -> torch.Tensor:
@@ -232,7 +233,7 @@ def train_members(
             scores = net(None, questions, options, n, features=features)
             loss = F.cross_entropy(scores, answers)
             opts[name].zero_grad(set_to_none=True)
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call, unused-ignore]  # torch: Tensor.backward is unannotated
             nn.utils.clip_grad_norm_(net.head_parameters(), 1.0)
             opts[name].step()
             running[name].append(float(loss.detach()))
@@ -326,7 +327,7 @@ def train_all(
     if include_hf:
         from tempcore.world.hf_answerer import HF_NAME, train_hf_answerer
 
-        kwargs = {} if hf_steps is None else {"steps": hf_steps}
+        kwargs: dict[str, Any] = {} if hf_steps is None else {"steps": hf_steps}
         hf_log = train_hf_answerer(out / HF_NAME, seed, log=log, **kwargs)
         summary["hf"] = str(out / HF_NAME)
         summary["hf_seconds"] = round(hf_log.seconds, 1)
