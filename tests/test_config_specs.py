@@ -3,9 +3,12 @@ it when the configuration is checked (``check_config``), naming the entry and th
 
 from __future__ import annotations
 
+import json
+import os
 import pickle
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -181,6 +184,55 @@ def test_a_backend_registered_from_outside_brings_its_spec(tmp_path: Path) -> No
     finally:
         for name in ("echo-test", "echo-lazy", "echo-attr", "echo-plain", "echo-bad"):
             BACKENDS.unregister(name)
+
+
+PLUGIN = textwrap.dedent('''
+    from dataclasses import dataclass
+
+    from tempcore.models.base import ModelSpec, setting
+
+
+    @dataclass(frozen=True)
+    class LoudSpec(ModelSpec):
+        """``backend: loud``: a plug-in's own keys."""
+
+        volume: int = setting(3, doc="how loud")
+
+
+    class LoudModel:
+        spec_class = LoudSpec
+        supports_option_scores = False
+
+        def __init__(self, spec):
+            raise AssertionError("a dry run loads no model")
+''')
+
+
+def test_an_entry_point_backend_brings_its_spec_to_the_config_check(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "loudplug.py").write_text(PLUGIN)
+    info = site / "loudplug-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: loudplug\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[tempcore.models]\nloud = loudplug:LoudModel\n")
+    ann = tmp_path / "bench.jsonl"
+    ann.write_text('{"id": "q", "video": "v.mp4", "question": "Q?", "options": ["a", "b"], "answer": 0}\n')
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+
+    def dry_run(model: dict) -> subprocess.CompletedProcess:
+        cfg = tmp_path / "run.yaml"
+        cfg.write_text(json.dumps({"out": str(tmp_path / "run"), "benchmarks": [{"name": "generic",
+                                   "annotations": str(ann)}], "models": [model], "conditions": ["noframe"]}))
+        return subprocess.run([sys.executable, "-m", "tempcore", "run", "--config", str(cfg), "--dry-run"],
+                              capture_output=True, text=True, env=env, timeout=300)
+
+    ok = dry_run({"backend": "loud", "model": "m", "volume": 11})
+    assert ok.returncode == 0, ok.stderr
+    bad = dry_run({"backend": "loud", "model": "m", "name": "amp", "volum": 11, "max_new_tokens": 4})
+    assert bad.returncode != 0
+    assert "models[0] (amp): unknown key 'volum' for backend loud; did you mean 'volume'?" in bad.stderr
+    assert "models[0] (amp): unknown key 'max_new_tokens' for backend loud" in bad.stderr
 
 
 def test_checking_built_in_entries_imports_no_torch_and_no_httpx() -> None:
