@@ -18,7 +18,7 @@ import pytest
 from tempcore.config import ConfigError, RunConfig, check_config
 from tempcore.identity import fingerprint, model_identity
 from tempcore.models import ModelConfigError, ModelSpec, as_spec
-from tempcore.models.base import UnknownSpecKeys, setting
+from tempcore.models.base import UnknownSpecKeys, spec_key
 from tempcore.models.registry import BACKENDS, register_backend, spec_class
 from tempcore.models.specs import HFTextSpec, HFVLMSpec, OpenAISpec, VLLMSpec, markdown_table, markdown_tables
 from tempcore.prompts import get_template
@@ -143,8 +143,8 @@ def test_fingerprints_are_those_of_the_flat_spec(entry: dict, digest: str) -> No
 class EchoSpec(ModelSpec):
     """``backend: echo-test``: a test backend's own keys."""
 
-    volume: int = setting(3, doc="how loud")
-    max_new_tokens: int = setting(8, doc="default generation length")
+    volume: int = spec_key(3, doc="how loud")
+    max_new_tokens: int = spec_key(8, doc="default generation length")
 
 
 class EchoModel:
@@ -189,14 +189,14 @@ def test_a_backend_registered_from_outside_brings_its_spec(tmp_path: Path) -> No
 PLUGIN = textwrap.dedent('''
     from dataclasses import dataclass
 
-    from tempcore.models.base import ModelSpec, setting
+    from tempcore.models.base import ModelSpec, spec_key
 
 
     @dataclass(frozen=True)
     class LoudSpec(ModelSpec):
         """``backend: loud``: a plug-in's own keys."""
 
-        volume: int = setting(3, doc="how loud")
+        volume: int = spec_key(3, doc="how loud")
 
 
     class LoudModel:

@@ -192,7 +192,7 @@ UNSET_SETTINGS: Mapping[str, Any] = MappingProxyType({
 })
 
 
-def setting(default: Any = _NO_DEFAULT, *, doc: str, factory: Callable[[], Any] | None = None) -> Any:
+def spec_key(default: Any = _NO_DEFAULT, *, doc: str, factory: Callable[[], Any] | None = None) -> Any:
     """A spec field with its one-line documentation (``metadata["doc"]``, the README's key tables)."""
     if factory is not None:
         return field(default_factory=factory, metadata={"doc": doc})
@@ -233,13 +233,13 @@ class ModelSpec:
                understands (:attr:`EXTRA_KEYS`; ``None``: any key).
     """
 
-    backend: str = setting(doc="the backend (this table's)")
-    model: str = setting(doc="hub id or local folder; the served model name (openai); a member (zoo)")
-    name: str | None = setting(None, doc="the name predictions are stored under (default: model)")
-    revision: str | None = setting(None, doc="hub revision (commit / tag) loaded and recorded")
-    preset: str | None = setting(None, doc="the preset whose values this entry starts from")
-    prompt_template: str = setting("default", doc="the prompt template rendered for this model")
-    extra: Mapping[str, Any] = setting(doc="backend options (see below)", factory=dict)
+    backend: str = spec_key(doc="the backend (this table's)")
+    model: str = spec_key(doc="hub id or local folder; the served model name (openai); a member (zoo)")
+    name: str | None = spec_key(None, doc="the name predictions are stored under (default: model)")
+    revision: str | None = spec_key(None, doc="hub revision (commit / tag) loaded and recorded")
+    preset: str | None = spec_key(None, doc="the preset whose values this entry starts from")
+    prompt_template: str = spec_key("default", doc="the prompt template rendered for this model")
+    extra: Mapping[str, Any] = spec_key(doc="backend options (see below)", factory=dict)
 
     #: Keys of ``extra`` the backend understands, with their meaning (``None``: any key is passed on).
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = None
@@ -465,4 +465,5 @@ __all__ = [
     "UnsupportedMethodError",
     "check_method",
     "option_probs",
+    "spec_key",
 ]

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tempcore.models.base import ModelConfigError, ModelSpec, setting
+from tempcore.models.base import ModelConfigError, ModelSpec, spec_key
 
 _HF_EXTRA: Mapping[str, str] = {
     "attn_implementation": "passed to from_pretrained (e.g. sdpa, flash_attention_2)",
@@ -52,14 +52,14 @@ _HF_EXTRA: Mapping[str, str] = {
 class HFTextSpec(ModelSpec):
     """``backend: hf-text``: a transformers causal LM (no images)."""
 
-    device: str = setting("auto", doc="auto (cuda > mps > cpu) or a torch device")
-    dtype: str = setting("auto", doc="auto (cuda: bf16 if supported else fp16; mps: fp16; cpu: fp32), float32, float16, bfloat16")
-    trust_remote_code: bool = setting(False, doc="load checkpoint code from the hub (refused unless true)")
-    batch_size: int = setting(8, doc="requests per forward pass")
-    max_new_tokens: int = setting(8, doc="default generation length")
-    generation_kwargs: Mapping[str, Any] = setting(doc="extra generate() arguments (never do_sample: true)", factory=dict)
-    system_prompt: str | None = setting(None, doc="a system message before the user turn")
-    score_option_text: bool = setting(False, doc="option scoring also scores the option text after the letter")
+    device: str = spec_key("auto", doc="auto (cuda > mps > cpu) or a torch device")
+    dtype: str = spec_key("auto", doc="auto (cuda: bf16 if supported else fp16; mps: fp16; cpu: fp32), float32, float16, bfloat16")
+    trust_remote_code: bool = spec_key(False, doc="load checkpoint code from the hub (refused unless true)")
+    batch_size: int = spec_key(8, doc="requests per forward pass")
+    max_new_tokens: int = spec_key(8, doc="default generation length")
+    generation_kwargs: Mapping[str, Any] = spec_key(doc="extra generate() arguments (never do_sample: true)", factory=dict)
+    system_prompt: str | None = spec_key(None, doc="a system message before the user turn")
+    score_option_text: bool = spec_key(False, doc="option scoring also scores the option text after the letter")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = _HF_EXTRA
 
@@ -68,10 +68,10 @@ class HFTextSpec(ModelSpec):
 class HFVLMSpec(HFTextSpec):
     """``backend: hf``: a transformers image-text-to-text checkpoint (frames as separate images)."""
 
-    max_image_side: int | None = setting(None, doc="downscale frames so their longer side is at most this (pixels)")
-    image_size: Mapping[str, int] | None = setting(None, doc="the image processor's size (e.g. {longest_edge: 384})")
-    max_frames: int | None = setting(None, doc="the most images per request (more: that request fails)")
-    processor_kwargs: Mapping[str, Any] = setting(doc="extra processor-call arguments", factory=dict)
+    max_image_side: int | None = spec_key(None, doc="downscale frames so their longer side is at most this (pixels)")
+    image_size: Mapping[str, int] | None = spec_key(None, doc="the image processor's size (e.g. {longest_edge: 384})")
+    max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
+    processor_kwargs: Mapping[str, Any] = spec_key(doc="extra processor-call arguments", factory=dict)
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {
         "model_class": "the transformers class to load with (default AutoModelForImageTextToText)",
@@ -96,18 +96,18 @@ OPENAI_EXTRA: Mapping[str, str] = {
 class OpenAISpec(ModelSpec):
     """``backend: openai``: an OpenAI-compatible chat-completions server (vLLM, SGLang, hosted APIs)."""
 
-    base_url: str | None = setting(None, doc="the server's /v1 URL (required)")
-    api_key_env: str | None = setting(None, doc="the environment variable holding the API key (never stored)")
-    concurrency: int = setting(8, doc="requests in flight")
-    timeout_s: float = setting(120.0, doc="per-request timeout (s)")
-    max_retries: int = setting(5, doc="retries on 408 / 429 / 5xx / timeouts / dropped connections")
-    max_new_tokens: int = setting(8, doc="max_tokens of each request")
-    generation_kwargs: Mapping[str, Any] = setting(doc="extra request-body fields (never do_sample: true)", factory=dict)
-    system_prompt: str | None = setting(None, doc="a system message before the user turn")
-    max_image_side: int | None = setting(None, doc="downscale frames so their longer side is at most this (pixels)")
-    max_frames: int | None = setting(None, doc="the most images per request (more: that request fails)")
-    dtype: str = setting("auto", doc="the dtype the server runs (not sent; part of the fingerprint)")
-    batch_size: int = setting(8, doc="not used over HTTP (concurrency is); accepted for shared settings")
+    base_url: str | None = spec_key(None, doc="the server's /v1 URL (required)")
+    api_key_env: str | None = spec_key(None, doc="the environment variable holding the API key (never stored)")
+    concurrency: int = spec_key(8, doc="requests in flight")
+    timeout_s: float = spec_key(120.0, doc="per-request timeout (s)")
+    max_retries: int = spec_key(5, doc="retries on 408 / 429 / 5xx / timeouts / dropped connections")
+    max_new_tokens: int = spec_key(8, doc="max_tokens of each request")
+    generation_kwargs: Mapping[str, Any] = spec_key(doc="extra request-body fields (never do_sample: true)", factory=dict)
+    system_prompt: str | None = spec_key(None, doc="a system message before the user turn")
+    max_image_side: int | None = spec_key(None, doc="downscale frames so their longer side is at most this (pixels)")
+    max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
+    dtype: str = spec_key("auto", doc="the dtype the server runs (not sent; part of the fingerprint)")
+    batch_size: int = spec_key(8, doc="not used over HTTP (concurrency is); accepted for shared settings")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = OPENAI_EXTRA
 
@@ -121,14 +121,14 @@ class OpenAISpec(ModelSpec):
 class VLLMSpec(ModelSpec):
     """``backend: vllm``: the vLLM offline engine (greedy; no option scoring)."""
 
-    dtype: str = setting("auto", doc="the engine's dtype (auto or a vLLM dtype)")
-    trust_remote_code: bool = setting(False, doc="load checkpoint code from the hub (refused unless true)")
-    batch_size: int = setting(8, doc="requests per engine call")
-    max_new_tokens: int = setting(8, doc="default generation length")
-    generation_kwargs: Mapping[str, Any] = setting(doc="extra SamplingParams arguments (never do_sample: true)", factory=dict)
-    system_prompt: str | None = setting(None, doc="a system message before the user turn")
-    max_image_side: int | None = setting(None, doc="downscale frames so their longer side is at most this (pixels)")
-    max_frames: int | None = setting(None, doc="the most images per request (also the engine's image limit; default 32)")
+    dtype: str = spec_key("auto", doc="the engine's dtype (auto or a vLLM dtype)")
+    trust_remote_code: bool = spec_key(False, doc="load checkpoint code from the hub (refused unless true)")
+    batch_size: int = spec_key(8, doc="requests per engine call")
+    max_new_tokens: int = spec_key(8, doc="default generation length")
+    generation_kwargs: Mapping[str, Any] = spec_key(doc="extra SamplingParams arguments (never do_sample: true)", factory=dict)
+    system_prompt: str | None = spec_key(None, doc="a system message before the user turn")
+    max_image_side: int | None = spec_key(None, doc="downscale frames so their longer side is at most this (pixels)")
+    max_frames: int | None = spec_key(None, doc="the most images per request (also the engine's image limit; default 32)")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {
         "engine_kwargs": "keyword arguments of vllm.LLM (device, tensor_parallel_size, ...)",

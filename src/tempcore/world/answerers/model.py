@@ -24,7 +24,7 @@ from tempcore.models.base import (
     ModelResponse,
     ModelSpec,
     check_method,
-    setting,
+    spec_key,
 )
 from tempcore.models.specs import expect_spec
 from tempcore.records import LETTERS
@@ -138,10 +138,10 @@ class ZooSpec(ModelSpec):
     generation key (``max_new_tokens``, ``system_prompt``, ...).
     """
 
-    device: str = setting("auto", doc="auto (cpu: the members are tiny) or a torch device")
-    dtype: str = setting("auto", doc="auto or float32 (the members run in float32)")
-    batch_size: int = setting(8, doc="requests per forward pass")
-    max_frames: int | None = setting(None, doc="the most images per request (more: that request fails)")
+    device: str = spec_key("auto", doc="auto (cpu: the members are tiny) or a torch device")
+    dtype: str = spec_key("auto", doc="auto or float32 (the members run in float32)")
+    batch_size: int = spec_key(8, doc="requests per forward pass")
+    max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {"zoo_dir": "the folder of the members (default the shipped zoo)"}
 
