@@ -1,6 +1,6 @@
 """Batched vs one-at-a-time throughput of a tiny VLM (target: batched >= 3x).
 
-Builds a tiny random-weight Qwen2-VL checkpoint (``tests/tiny_vlms.py``), loads it through the
+Builds a tiny random-weight Qwen2-VL checkpoint (``tests/helpers/tiny_vlms.py``), loads it through the
 registry like a hub checkpoint, and answers the same requests twice: one batch of
 ``--batch-size`` at a time, and one request at a time (``--rounds`` alternating rounds; the
 fastest round of each mode counts). Both must give identical texts; the ratio of their
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
 
-    import tiny_vlms
+    from helpers import tiny_vlms
     from tempcore.models import ModelSpec, load_model
 
     with tempfile.TemporaryDirectory() as tmp:

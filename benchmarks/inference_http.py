@@ -2,7 +2,7 @@
 
 Target (issue 4): against a local endpoint that answers after 100 ms, the client at concurrency 64
 is >= 30x faster per request than at concurrency 1. Both are measured in this run against the same
-server: ``tests/http_peer.py`` started in its own process (a real OpenAI-compatible HTTP server
+server: ``tests/helpers/http_peer.py`` started in its own process (a real OpenAI-compatible HTTP server
 serving a deterministic stand-in model after a fixed latency). The sequential baseline runs on a
 subset (``--sequential`` requests) and is compared per request; the concurrent run is repeated
 (``--repeats``) and the fastest counts (on a shared machine, CPU contention from other processes
@@ -29,7 +29,7 @@ from tempcore.models.base import ModelRequest
 from tempcore.models.openai_http import OpenAIChatModel
 
 ROOT = Path(__file__).resolve().parent.parent
-PEER = ROOT / "tests" / "http_peer.py"
+PEER = ROOT / "tests" / "helpers" / "http_peer.py"
 TARGET = 30.0
 
 

@@ -52,8 +52,8 @@ def build_encoder(device: str | None, dtype: str | None, batch_size: int, tmp: P
     import torch
     from transformers import SiglipConfig, SiglipImageProcessorPil, SiglipModel, SiglipTokenizer
 
+    from helpers.tiny_encoders import sentencepiece_model
     from tempcore.encoders.hf import HFFrameTextEncoder, resolve_device, resolve_dtype
-    from tiny_encoders import sentencepiece_model
 
     torch.manual_seed(0)
     config = SiglipConfig()  # the defaults are siglip-base-patch16-224: 768 wide, 12 + 12 layers, 224 px

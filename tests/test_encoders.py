@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers.tiny_encoders import FAMILIES, build_tiny_siglip2_fixres
 from tempcore.encoders import (
     EncoderLoadError,
     FrameTextEncoder,
@@ -22,23 +23,16 @@ from tempcore.encoders import (
     register_encoder,
     resolve_encoder_id,
 )
-from tiny_encoders import FAMILIES, build_tiny_siglip2_fixres, tiny_checkpoints
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run fastest on one thread (and do not fight the other tests for the cores)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_torch_thread(one_torch_thread_per_module):
+    """Tiny models run fastest on one thread (conftest.py)."""
 
 
 @pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return tiny_checkpoints(tmp_path_factory.getbasetemp() / "tiny-encoders")
+def checkpoints(tiny_encoder_checkpoints: dict[str, Path]) -> dict[str, Path]:
+    return tiny_encoder_checkpoints  # built once per session (conftest.py)
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,6 @@ from tempcore.diagnostics import diagnose
 from tempcore.export import export_tempcore
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
 from lmms_interop.lmms_env import LmmsInstallError, ensure_lmms_venv  # noqa: E402
 from lmms_interop.styles import STYLES, styled_response  # noqa: E402
 

@@ -1,7 +1,7 @@
 """The transformers adapters end to end on tiny random-weight checkpoints of each real architecture.
 
 Every checkpoint is written with ``save_pretrained`` to a temporary folder and loaded through
-``load_model`` exactly as a user's hub checkpoint is (``tests/tiny_vlms.py``).
+``load_model`` exactly as a user's hub checkpoint is (``tests/helpers/tiny_vlms.py``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 import torch
 
-sys.path.insert(0, str(Path(__file__).parent))
-import tiny_vlms  # noqa: E402
+from helpers import tiny_vlms  # noqa: E402
 from tempcore.models import (  # noqa: E402
     MissingExtraError,
     ModelConfigError,
@@ -34,15 +33,9 @@ FAMILIES = tiny_vlms.FAMILIES
 
 
 @pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Every tiny checkpoint, built once per session."""
-    root = tmp_path_factory.mktemp("tiny_models")
-    paths = {
-        family: tiny_vlms.build_tiny_vlm(family, root / family, seed=i) for i, family in enumerate(FAMILIES)
-    }
-    paths["text"] = tiny_vlms.build_tiny_text_lm(root / "text")
-    paths["text_base"] = tiny_vlms.build_tiny_text_lm(root / "text_base", chat_template=False, seed=1)
-    return paths
+def checkpoints(tiny_vlm_checkpoints: dict[str, Path]) -> dict[str, Path]:
+    """Every tiny checkpoint, built once per session (conftest.py)."""
+    return tiny_vlm_checkpoints
 
 
 _loaded: dict[tuple[str, str], object] = {}

@@ -1,4 +1,4 @@
-"""OpenAIChatModel against a real local OpenAI-compatible server (tests/http_peer.py).
+"""OpenAIChatModel against a real local OpenAI-compatible server (tests/helpers/http_peer.py).
 
 The client under test is real (httpx over a real socket); the peer is the test double at the
 machine's edge. Faults are injected per prompt, so schedules are deterministic whatever the
@@ -25,7 +25,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from http_peer import DROP, RESET, ByPrompt, HTTPPeer, MeanColourModel, decode_data_url, status, timeout
+from helpers.http_peer import (
+    DROP,
+    RESET,
+    ByPrompt,
+    HTTPPeer,
+    MeanColourModel,
+    decode_data_url,
+    status,
+    timeout,
+)
 from tempcore.models.base import (
     METHOD_OPTION_SCORES,
     ModelConfigError,
@@ -481,8 +490,8 @@ def test_close_then_answer_again(serve, client) -> None:
 def test_serving_a_tiny_vlm_gives_the_same_answers_as_calling_it_directly(
     serve, client, tmp_path: Path
 ) -> None:
+    from helpers.tiny_vlms import build_tiny_vlm
     from tempcore.models import load_model
-    from tiny_vlms import build_tiny_vlm
 
     folder = build_tiny_vlm("qwen2_vl", tmp_path / "qwen2_vl")
     vlm = load_model(ModelSpec(backend="hf", model=str(folder), device="cpu", max_new_tokens=4))

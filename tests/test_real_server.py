@@ -7,7 +7,7 @@ images as base64 data URLs, several images in one message, concurrent requests. 
 return log-probabilities on /v1/chat/completions (it logs "Ignoring unsupported fields in the
 request: {'top_logprobs', 'logprobs'}"; both are in
 ``UNUSED_CHAT_COMPLETION_FIELDS`` of transformers/cli/serving/chat_completion.py), so ``option_logprobs`` is None and option scoring fails
-per item with a clear error; faults stay tested against tests/http_peer.py.
+per item with a clear error; faults stay tested against tests/helpers/http_peer.py.
 """
 
 from __future__ import annotations
@@ -37,8 +37,7 @@ from tempcore.store import RunStore
 from tempcore.synthvideo import write_video
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from tiny_encoders import build_tiny_siglip  # noqa: E402
+from helpers.tiny_encoders import build_tiny_siglip  # noqa: E402
 
 ZOO_IDEFICS3 = Path(tempcore.__file__).parent / "world" / "zoo" / "zoo-idefics3"
 STARTUP_TIMEOUT_S = 90.0

@@ -24,9 +24,8 @@ from tempcore.store import RunStore
 from tempcore.synthvideo import write_video
 
 HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
-from tiny_encoders import build_tiny_siglip  # noqa: E402
-from tiny_vlms import build_tiny_vlm  # noqa: E402
+from helpers.tiny_encoders import build_tiny_siglip  # noqa: E402
+from helpers.tiny_vlms import build_tiny_vlm  # noqa: E402
 
 COLOURS = {"red": (220, 30, 30), "green": (30, 200, 30), "blue": (30, 30, 220), "yellow": (230, 220, 20)}
 

@@ -32,25 +32,18 @@ from tempcore.scoring import (
 )
 from tempcore.synthvideo import Scene, pattern_frame, truncate, write_frame_folder, write_video
 from tempcore.video import VideoNotFoundError, VideoReader
-from tiny_encoders import tiny_checkpoints
 
 # --- fixtures ------------------------------------------------------------------------------------
 
 
 @pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models run fastest on one thread (and do not fight the other tests for the cores)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+def _one_torch_thread(one_torch_thread_per_module):
+    """Tiny models run fastest on one thread (conftest.py)."""
 
 
 @pytest.fixture(scope="session")
-def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    return tiny_checkpoints(tmp_path_factory.getbasetemp() / "tiny-encoders")
+def checkpoints(tiny_encoder_checkpoints: dict[str, Path]) -> dict[str, Path]:
+    return tiny_encoder_checkpoints  # built once per session (conftest.py)
 
 
 @pytest.fixture

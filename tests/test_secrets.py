@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import sys
 from pathlib import Path
 from urllib.parse import quote, quote_plus
 
@@ -15,6 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers.http_peer import ECHO, HTTPPeer
 from tempcore.cli import main
 from tempcore.redaction import (
     REDACTED,
@@ -26,9 +26,6 @@ from tempcore.redaction import (
     url_secrets,
 )
 from tempcore.synthvideo import write_video
-
-sys.path.insert(0, str(Path(__file__).parent))
-from http_peer import ECHO, HTTPPeer  # noqa: E402
 
 KEY = "sk-envkey-0123456789abcdefXYZ"
 PASSWORD = "pw-s3cret-Q7"

@@ -4,8 +4,6 @@ registry, the runner's requests and every backend (HF VLMs, hf-text, OpenAI HTTP
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,9 +12,6 @@ from tempcore.config import FRAMELESS, RunConfig
 from tempcore.models import ModelRequest, ModelResponse, ModelSpec, load_model
 from tempcore.records import Condition, FrameSet
 from tempcore.selection import STRATEGIES, SelectionError, needs_scores, select, textonly
-
-HERE = Path(__file__).parent
-sys.path.insert(0, str(HERE))
 
 OPTIONS = ("the man opens the door", "the dog runs away", "a car stops")
 PROMPT = "What happens?\nA. the man opens the door\nB. the dog runs away\nC. a car stops\nAnswer with the letter."
@@ -95,17 +90,12 @@ def test_runner_sends_zero_images_for_textonly_and_grey_ones_for_noframe(tmp_pat
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    import tiny_vlms
-
-    root = tmp_path_factory.mktemp("textonly_models")
-    paths = {f: tiny_vlms.build_tiny_vlm(f, root / f, seed=i) for i, f in enumerate(tiny_vlms.FAMILIES)}
-    paths["text"] = tiny_vlms.build_tiny_text_lm(root / "text")
-    return paths
+def tiny(tiny_vlm_checkpoints):
+    return tiny_vlm_checkpoints  # built once per session (conftest.py)
 
 
 def _families():
-    import tiny_vlms
+    from helpers import tiny_vlms
 
     return tiny_vlms.FAMILIES
 
@@ -136,7 +126,7 @@ def test_hf_text_answers_a_request_without_images(tiny):
 
 
 def test_openai_http_sends_no_image_part(tmp_path):
-    from http_peer import HTTPPeer
+    from helpers.http_peer import HTTPPeer
     from tempcore.models.openai_http import OpenAIChatModel
 
     peer = HTTPPeer().start()

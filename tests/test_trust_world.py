@@ -56,17 +56,6 @@ def _digest(folder: Path) -> dict[str, str]:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-@pytest.fixture
-def one_thread():
-    """A single torch thread: on a loaded 2-core machine two threads are many times slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 def test_world_train_defaults_to_a_folder_outside_the_package(tmp_path, monkeypatch, capsys, one_thread) -> None:
     shipped = _digest(Path(ZOO))
     monkeypatch.chdir(tmp_path)

@@ -5,7 +5,6 @@ short reason otherwise, on the probe, the reader, read_frames, frame embeddings 
 from __future__ import annotations
 
 import logging
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +13,6 @@ import pytest
 from tempcore.records import Sample
 from tempcore.synthvideo import pattern_frame, write_video
 from tempcore.video import VideoReader, probe, read_frames
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 
 def _grainy(i: int, t: float) -> np.ndarray:
@@ -59,9 +56,9 @@ def test_damage_is_reported_by_probe_reader_and_read_frames(
 
 
 def test_frame_scores_carry_damage_and_log_it(damaged: dict[str, Path], tmp_path: Path, caplog) -> None:
+    from helpers.tiny_encoders import tiny_checkpoints
     from tempcore.encoders import load_encoder
     from tempcore.scoring import score_sample
-    from tiny_encoders import tiny_checkpoints
 
     encoder = load_encoder(tiny_checkpoints(tmp_path / "enc")["siglip2"], batch_size=16)
     root = damaged["clean"].parent

@@ -392,7 +392,7 @@ def test_interleaved_layout_and_openai_parts() -> None:
 
 
 def test_tiny_vlm_answers_interleaved_visual_options(tmp_path: Path) -> None:
-    import tiny_vlms
+    from helpers import tiny_vlms
     from tempcore.models import load_model
     from tempcore.models.base import ModelSpec
     from tempcore.visual.requests import request_for_sample

@@ -26,17 +26,6 @@ from tempcore.world.probe import probe_encoder
 WINDOWED = {"brief_colour": 1.0, "circle_left": 1.0, "circle_recoloured": 1.0}
 
 
-@pytest.fixture
-def one_thread():
-    """A single torch thread: on a loaded 2-core machine two threads are many times slower."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
 @pytest.fixture(scope="module")
 def shipped():
     return load_encoder(str(encoder_path()), device="cpu", dtype="float32")

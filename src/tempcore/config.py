@@ -215,6 +215,14 @@ def _looks_like_path(name: str) -> bool:
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
 
 
+def _entry_label(entry: Mapping[str, Any]) -> str:
+    """How a model entry is named in errors before its spec is built: its name, model or preset."""
+    for key in ("name", "model", "preset"):
+        if entry.get(key):
+            return str(entry[key])
+    return "?"
+
+
 def check_config(cfg: RunConfig) -> list[Any]:
     """Check everything a run needs that can be checked without loading a model, an encoder or a
     video; return the model specs (``(ModelSpec, method)`` per entry) or raise one :class:`ConfigError`
@@ -223,12 +231,14 @@ def check_config(cfg: RunConfig) -> list[Any]:
     Checked: each benchmark is registered, its annotations file / folder and its video root exist;
     each condition's strategy is registered (with a suggestion for a typo); the run's ``prompt`` and
     each model's ``prompt_template`` are registered templates; each model entry resolves (a known
-    preset, known fields, a registered backend, a known answer method) and, when its ``model`` is a
+    preset, a registered backend, only keys of that backend's spec (:mod:`tempcore.models.specs`;
+    each unknown key reported as ``models[i] (name): unknown key 'k' for backend b; did you mean
+    ...?``), values of the right type and range, a known answer method) and, when its ``model`` is a
     local path, the folder exists; the encoder, when needed and given as a path, exists. A hub id is
     not looked up (that would need the network): it fails when the model loads.
     """
     from tempcore.benchmarks.registry import entry as benchmark_entry
-    from tempcore.models.base import METHODS
+    from tempcore.models.base import METHODS, UnknownSpecKeys
     from tempcore.models.registry import BACKENDS, as_spec
     from tempcore.prompts import get_template
     from tempcore.selection.registry import STRATEGIES
@@ -259,15 +269,21 @@ def check_config(cfg: RunConfig) -> list[Any]:
     for i, m in enumerate(cfg.models):
         entry = dict(m)
         method = entry.pop("method", "generate")
+        label = f"models[{i}] ({_entry_label(entry)})"
+        backend = entry.get("backend")
+        if isinstance(backend, str) and backend not in BACKENDS:
+            hint = did_you_mean(backend, sorted(BACKENDS), n=2, cutoff=0.5)
+            problems.append(f"{label}: unknown backend {backend!r}{hint} (known: {', '.join(sorted(BACKENDS))})")
+            continue
         try:
-            spec = as_spec(entry)
+            spec = as_spec(entry)  # the backend's own spec: unknown keys and bad values are named here
+        except UnknownSpecKeys as exc:
+            problems.extend(f"{label}: {p}" for p in exc.problems)
+            continue
         except (TempcoreError, TypeError, ValueError) as exc:
             problems.append(f"models[{i}]: {exc}")
             continue
         label = f"models[{i}] ({spec.display_name})"
-        if spec.backend not in BACKENDS:
-            hint = did_you_mean(spec.backend, sorted(BACKENDS), n=2, cutoff=0.5)
-            problems.append(f"{label}: unknown backend {spec.backend!r}{hint} (known: {', '.join(sorted(BACKENDS))})")
         if method not in METHODS:
             problems.append(f"{label}: unknown answer method {method!r} (known: {', '.join(METHODS)})")
         if spec.backend in ("hf", "hf-text", "vllm") and _looks_like_path(spec.model):

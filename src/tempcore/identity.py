@@ -106,7 +106,7 @@ def model_identity(
     ``template`` the :class:`tempcore.prompts.PromptTemplate` the runner renders)."""
     from tempcore.store import redact_secrets
 
-    data = {name: _plain(getattr(spec, name)) for name in MODEL_FIELDS}
+    data = {name: _plain(spec.setting(name)) for name in MODEL_FIELDS}  # the backend's or UNSET_SETTINGS
     data["method"] = method
     data["prompt_template"] = {"name": template.name, "text": template.text, "option_format": template.option_format}
     data["chat_template"] = chat_template

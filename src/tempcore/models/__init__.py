@@ -1,6 +1,7 @@
 """Model adapters: one interface (:class:`Model`) over transformers, vLLM and OpenAI-compatible HTTP.
 
-Only the interface and the registry load here; backends import their heavy dependencies when a
+Only the interface, the per-backend model-entry specs (:mod:`tempcore.models.specs`) and the registry
+load here; backends import their heavy dependencies when a
 model of that backend is loaded.
 """
 
@@ -18,10 +19,13 @@ from tempcore.models.base import (
     RemoteCodeRefused,
     UnsupportedMethodError,
 )
-from tempcore.models.registry import BACKENDS, as_spec, load_model, register_backend
+from tempcore.models.registry import BACKENDS, as_spec, load_model, register_backend, spec_class
+from tempcore.models.specs import HFTextSpec, HFVLMSpec, OpenAISpec, VLLMSpec
 
 __all__ = [
     "BACKENDS",
+    "HFTextSpec",
+    "HFVLMSpec",
     "METHODS",
     "METHOD_GENERATE",
     "METHOD_OPTION_SCORES",
@@ -32,9 +36,12 @@ __all__ = [
     "ModelRequest",
     "ModelResponse",
     "ModelSpec",
+    "OpenAISpec",
     "RemoteCodeRefused",
     "UnsupportedMethodError",
+    "VLLMSpec",
     "as_spec",
     "load_model",
     "register_backend",
+    "spec_class",
 ]

@@ -55,10 +55,10 @@ from tempcore.models.base import (
     ModelError,
     ModelRequest,
     ModelResponse,
-    ModelSpec,
     RemoteCodeRefused,
     check_method,
 )
+from tempcore.models.specs import HFTextSpec
 from tempcore.records import LETTERS
 
 DTYPES = ("float32", "float16", "bfloat16")
@@ -109,7 +109,7 @@ def resolve_dtype(dtype: str, device: str) -> Any:
     return getattr(torch, dtype)
 
 
-def read_config_dict(spec: ModelSpec) -> dict[str, Any]:
+def read_config_dict(spec: HFTextSpec) -> dict[str, Any]:
     """The checkpoint's ``config.json`` as a dict (local folder or hub cache), without building a config."""
     from transformers import PretrainedConfig
 
@@ -122,7 +122,7 @@ def read_config_dict(spec: ModelSpec) -> dict[str, Any]:
     return dict(config)
 
 
-def check_remote_code(spec: ModelSpec, config: dict[str, Any]) -> None:
+def check_remote_code(spec: HFTextSpec, config: dict[str, Any]) -> None:
     """Refuse a checkpoint whose architecture exists only as hub code unless the spec opts in.
 
     A checkpoint needs remote code when its ``config.json`` has an ``auto_map`` and its
@@ -242,7 +242,7 @@ class HFAdapterBase:
 
     supports_option_scores = True
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: HFTextSpec) -> None:
         self.spec = spec
         self.name = spec.display_name
         self.revision = spec.revision
@@ -255,7 +255,7 @@ class HFAdapterBase:
         self._letter_cache: dict[tuple[int, str], list[int] | None] = {}
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> HFAdapterBase:
+    def from_spec(cls, spec: HFTextSpec) -> HFAdapterBase:
         return cls(spec)
 
     # -- subclass hooks --

@@ -16,21 +16,29 @@ This module imports only numpy and the standard library (no torch, no httpx).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+import os
+import types
+import typing
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS
+from tempcore.registry import did_you_mean
 
 #: Answer methods (``Prediction.answer_method``).
 METHOD_GENERATE = "generate"
 METHOD_OPTION_SCORES = "option_scores"
 METHODS = (METHOD_GENERATE, METHOD_OPTION_SCORES)
+
+_NO_DEFAULT: Any = object()
 
 
 class ModelError(TempcoreError):
@@ -166,102 +174,249 @@ def option_probs(logprobs: Sequence[float] | None) -> tuple[float, ...] | None:
     return tuple(e / total for e in exps)
 
 
+#: What an answer-deciding setting counts as in the model fingerprint when a backend's spec does not
+#: have it (:meth:`ModelSpec.setting`): the default of the one flat spec every backend shared before the
+#: per-backend specs, so that the same settings keep the same fingerprint (stored answers stay reusable).
+UNSET_SETTINGS: Mapping[str, Any] = MappingProxyType({
+    "dtype": "auto",
+    "trust_remote_code": False,
+    "max_new_tokens": 8,
+    "max_image_side": None,
+    "image_size": None,
+    "max_frames": None,
+    "generation_kwargs": {},
+    "processor_kwargs": {},
+    "system_prompt": None,
+    "score_option_text": False,
+    "extra": {},
+})
+
+
+def spec_key(default: Any = _NO_DEFAULT, *, doc: str, factory: Callable[[], Any] | None = None) -> Any:
+    """A spec field with its one-line documentation (``metadata["doc"]``, the README's key tables)."""
+    if factory is not None:
+        return field(default_factory=factory, metadata={"doc": doc})
+    if default is _NO_DEFAULT:
+        return field(metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
+class UnknownSpecKeys(ModelConfigError):
+    """A model entry names keys its backend's spec does not have (``problems``: one message per key)."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """How to build a model: the backend, the checkpoint, and the knobs that change its answers.
 
-    backend:   ``hf`` (transformers VLM), ``hf-text`` (text-only causal LM), ``openai``
-               (OpenAI-compatible HTTP), ``vllm`` (vLLM offline engine).
-    model:     hub id or local folder (``hf``/``hf-text``/``vllm``); the served model name (``openai``).
+    This class holds the keys every backend has; each backend has its own small spec, a subclass
+    adding that backend's settings (:mod:`tempcore.models.specs`: ``hf``, ``hf-text``, ``openai``,
+    ``vllm``; the world's ``zoo`` declares its own). ``ModelSpec(backend=B, ...)`` and
+    :meth:`from_dict` build the spec class registered for ``B`` (:func:`tempcore.models.registry.spec_class`),
+    so a key another backend has is refused by name (``unknown key 'base_url' for backend hf``), with
+    a suggestion for a near miss, when the entry is built: ``tempcore run`` builds every entry in its
+    configuration check, before anything loads. Values are type-checked (an ``int`` key takes an
+    integer, ...) and range-checked when the spec is built.
+
+    backend:   the registered backend name (``tempcore.models.registry.BACKENDS``).
+    model:     hub id or local folder (local backends); the served model name (``openai``); a member
+               name (``zoo``).
     name:      the name predictions are stored under (default: ``model``).
     revision:  hub revision (commit / tag) to load and record.
-    preset:    name of a preset in :mod:`tempcore.models.presets` whose defaults this spec started from.
-    device:    ``auto`` (cuda > mps > cpu), or any torch device string.
-    dtype:     ``auto`` (cuda: bf16 if supported else fp16; mps: fp16; cpu: fp32), or
-               ``float32`` / ``float16`` / ``bfloat16``.
-    trust_remote_code: load checkpoint code from the hub; refused unless explicitly True.
-    max_new_tokens:    default generation length (a letter answer needs very few).
-    batch_size:        requests per forward pass (local backends) .
-    max_image_side:    downscale frames so that their longer side is at most this (pixels).
-    image_size:        per-model processor size hint, passed to the image processor (e.g.
-                       ``{"longest_edge": 384}``); ``None`` keeps the checkpoint's.
-    max_frames:        the most frames the model accepts; longer requests fail with an error.
-    generation_kwargs: extra keyword arguments for generation (never ``do_sample=True``).
-    processor_kwargs:  extra keyword arguments for the processor call.
-    prompt_template:   name of the prompt template the runner should render for this model.
-    system_prompt:     optional system message placed before the user turn.
-    score_option_text: option scoring also scores the option text after the letter.
-    base_url, api_key_env, concurrency, timeout_s, max_retries: the ``openai`` backend (the API
-               key is read from the environment variable ``api_key_env``; it is never stored).
-    extra:     backend-specific options not named above.
+    preset:    the preset (:mod:`tempcore.models.presets`) whose defaults this spec started from.
+    prompt_template: name of the prompt template the runner renders for this model.
+    extra:     backend options not named by the spec's fields; each backend lists the keys it
+               understands (:attr:`EXTRA_KEYS`; ``None``: any key).
     """
 
-    backend: str
-    model: str
-    name: str | None = None
-    revision: str | None = None
-    preset: str | None = None
-    device: str = "auto"
-    dtype: str = "auto"
-    trust_remote_code: bool = False
-    max_new_tokens: int = 8
-    batch_size: int = 8
-    max_image_side: int | None = None
-    image_size: Mapping[str, int] | None = None
-    max_frames: int | None = None
-    generation_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    processor_kwargs: Mapping[str, Any] = field(default_factory=dict)
-    prompt_template: str = "default"
-    system_prompt: str | None = None
-    score_option_text: bool = False
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = 8
-    timeout_s: float = 120.0
-    max_retries: int = 5
-    extra: Mapping[str, Any] = field(default_factory=dict)
+    backend: str = spec_key(doc="the backend (this table's)")
+    model: str = spec_key(doc="hub id or local folder; the served model name (openai); a member (zoo)")
+    name: str | None = spec_key(None, doc="the name predictions are stored under (default: model)")
+    revision: str | None = spec_key(None, doc="hub revision (commit / tag) loaded and recorded")
+    preset: str | None = spec_key(None, doc="the preset whose values this entry starts from")
+    prompt_template: str = spec_key("default", doc="the prompt template rendered for this model")
+    extra: Mapping[str, Any] = spec_key(doc="backend options (see below)", factory=dict)
+
+    #: Keys of ``extra`` the backend understands, with their meaning (``None``: any key is passed on).
+    EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = None
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ModelSpec:
+        backend = kwargs["backend"] if "backend" in kwargs else (args[0] if args else None)
+        if cls is ModelSpec and isinstance(backend, str) and backend:
+            from tempcore.models.registry import spec_class
+
+            cls = spec_class(backend)
+        problems = cls.unknown_keys(kwargs, backend=backend)
+        if problems:
+            raise UnknownSpecKeys(problems)
+        return object.__new__(cls)
 
     def __post_init__(self) -> None:
+        if isinstance(self.model, os.PathLike):
+            object.__setattr__(self, "model", os.fspath(self.model))
         if not self.backend:
             raise ModelConfigError("model spec: backend is empty")
         if not self.model:
             raise ModelConfigError(f"model spec ({self.backend}): model is empty")
-        if self.max_new_tokens <= 0:
-            raise ModelConfigError(f"model {self.display_name}: max_new_tokens must be positive")
-        if self.batch_size <= 0:
-            raise ModelConfigError(f"model {self.display_name}: batch_size must be positive")
-        if self.max_image_side is not None and self.max_image_side < 8:
-            raise ModelConfigError(f"model {self.display_name}: max_image_side must be >= 8")
-        if self.concurrency <= 0:
-            raise ModelConfigError(f"model {self.display_name}: concurrency must be positive")
-        if self.generation_kwargs.get("do_sample"):
-            raise ModelConfigError(
-                f"model {self.display_name}: answers are greedy; do_sample=True is refused"
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if not _accepts(hints[f.name], value):
+                raise ModelConfigError(
+                    f"model {self.display_name}: {f.name} must be {_describe_type(hints[f.name])}, not {value!r}"
+                )
+        for name in self.spec_keys():
+            rule = _RULES.get(name)
+            if rule is not None and not rule[0](getattr(self, name)):
+                raise ModelConfigError(f"model {self.display_name}: {rule[1]}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Mapping):  # a private, plain copy (the spec stays immutable by convention)
+                object.__setattr__(self, f.name, dict(value))
+        if self.EXTRA_KEYS is not None:
+            unknown = [k for k in self.extra if k not in self.EXTRA_KEYS]
+            if unknown:
+                known = list(self.EXTRA_KEYS)
+                raise ModelConfigError(
+                    f"model {self.display_name}: unknown {self.backend} option(s) {unknown} in extra"
+                    f"{did_you_mean(unknown[0], known)}; known: {known}"
+                )
+
+    @classmethod
+    def spec_keys(cls) -> tuple[str, ...]:
+        """The keys (field names) of this spec, in order."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    @classmethod
+    def unknown_keys(cls, data: Mapping[str, Any], *, backend: object = None) -> list[str]:
+        """One message per key of ``data`` this spec does not have (``[]`` when every key is known):
+        ``"unknown key 'max_new_token' for backend hf; did you mean 'max_new_tokens'?"``."""
+        known = cls.spec_keys()
+        which = backend if isinstance(backend, str) and backend else "of this spec"
+        out = []
+        for key in data:
+            if key in known:
+                continue
+            hint = did_you_mean(key, known)
+            out.append(
+                f"unknown key {key!r} for backend {which}" + (hint or f" (known: {', '.join(known)})")
             )
-        for name in ("generation_kwargs", "processor_kwargs", "extra"):
-            object.__setattr__(self, name, dict(getattr(self, name) or {}))
-        if self.image_size is not None:
-            object.__setattr__(self, "image_size", dict(self.image_size))
+        return out
 
     @property
     def display_name(self) -> str:
         """The name predictions are stored under."""
         return self.name or self.model
 
+    def setting(self, name: str) -> Any:
+        """The value of an answer-deciding setting, also for a setting this backend does not have
+        (then :data:`UNSET_SETTINGS`: what the model fingerprint counts it as)."""
+        if name in self.spec_keys():
+            return getattr(self, name)
+        if name in UNSET_SETTINGS:
+            return copy.deepcopy(UNSET_SETTINGS[name])
+        raise ModelConfigError(f"model {self.display_name}: backend {self.backend} has no setting {name!r}")
+
     def replace(self, **changes: Any) -> ModelSpec:
+        """A copy with ``changes``; a change of ``backend`` rebuilds the entry as the other backend's
+        spec (keys left at their default or unset are dropped; a set key the other backend lacks is refused)."""
+        if "backend" in changes and changes["backend"] != self.backend:
+            from tempcore.models.registry import spec_class
+
+            defaults = {f.name: _default(f) for f in dataclasses.fields(self)}
+            data = {k: v for k, v in self.to_dict().items() if v != defaults[k]} | changes
+            keys = spec_class(str(changes["backend"])).spec_keys()
+            return ModelSpec.from_dict({k: v for k, v in data.items() if k in keys or v not in (None, {})})
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able dict (for run manifests; holds no secret, only the key's variable name)."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        """Plain JSON-able dict of every key of this spec (for run manifests; holds no secret, only
+        the API key's variable name; ``base_url`` credentials are stripped by the runner)."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ModelSpec:
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - names)
-        if unknown:
-            raise ModelConfigError(f"model spec: unknown field(s) {unknown}; known: {sorted(names)}")
+        """The spec of ``data["backend"]`` from a mapping (a YAML entry); unknown keys raise
+        :class:`UnknownSpecKeys` naming each key, with a suggestion."""
+        if not isinstance(data, Mapping):
+            raise ModelConfigError(f"model spec must be a mapping, not {type(data).__name__}")
+        bad = [k for k in data if not isinstance(k, str)]
+        if bad:
+            raise ModelConfigError(f"model spec: keys must be strings, not {bad!r}")
+        if cls is ModelSpec and "backend" not in data:
+            raise ModelConfigError("model spec: needs 'backend' (or 'preset')")
+        if "model" not in data:
+            raise ModelConfigError(f"model spec ({data.get('backend')}): needs 'model'")
         return cls(**dict(data))
+
+
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return _NO_DEFAULT
+
+
+def _positive(v: Any) -> bool:
+    return bool(v > 0)
+
+
+#: Range checks of the keys that have one (the key's message when the value fails).
+_RULES: Mapping[str, tuple[Callable[[Any], bool], str]] = {
+    "max_new_tokens": (_positive, "max_new_tokens must be positive"),
+    "batch_size": (_positive, "batch_size must be positive"),
+    "concurrency": (_positive, "concurrency must be positive"),
+    "timeout_s": (_positive, "timeout_s must be positive"),
+    "max_retries": (lambda v: v >= 0, "max_retries must be >= 0"),
+    "max_image_side": (lambda v: v is None or v >= 8, "max_image_side must be >= 8"),
+    "max_frames": (lambda v: v is None or v >= 1, "max_frames must be >= 1"),
+    "generation_kwargs": (lambda v: not v.get("do_sample"), "answers are greedy; do_sample=True is refused"),
+}
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _accepts(hint: Any, value: Any) -> bool:
+    """Whether ``value`` fits the annotation ``hint`` (the plain types a spec uses: str, int, float,
+    bool, Mapping, ``X | None``; an int is a float; a bool is not an int)."""
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_accepts(arg, value) for arg in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is Any:
+        return True
+    if origin is not None:
+        return isinstance(value, origin)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint) if isinstance(hint, type) else True
+
+
+def _describe_type(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        parts = [_describe_type(a) for a in typing.get_args(hint)]
+        return " or ".join(parts)
+    names = {str: "a string", int: "an integer", float: "a number", bool: "true or false", type(None): "null"}
+    if hint in names:
+        return names[hint]
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        return "a mapping"
+    return getattr(hint, "__name__", str(hint))
 
 
 @runtime_checkable
@@ -305,7 +460,10 @@ __all__ = [
     "ModelResponse",
     "ModelSpec",
     "RemoteCodeRefused",
+    "UNSET_SETTINGS",
+    "UnknownSpecKeys",
     "UnsupportedMethodError",
     "check_method",
     "option_probs",
+    "spec_key",
 ]

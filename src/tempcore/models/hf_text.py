@@ -14,7 +14,7 @@ Generation (batched greedy, left padding) and option scoring are those of
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from tempcore.models._hf_common import (
     HFAdapterBase,
@@ -25,12 +25,16 @@ from tempcore.models._hf_common import (
     resolve_dtype,
 )
 from tempcore.models.base import ModelError, ModelRequest, ModelSpec
+from tempcore.models.specs import HFTextSpec, expect_spec
 
 
 class HFTextModel(HFAdapterBase):
     """Any transformers causal LM checkpoint; images in requests are ignored."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    spec_class: ClassVar[type[ModelSpec]] = HFTextSpec
+
+    def __init__(self, spec: HFTextSpec) -> None:
+        expect_spec(spec, HFTextSpec, "backend hf-text")
         super().__init__(spec)
         require_torch_transformers(f"model {spec.display_name} (backend hf-text)")
         from transformers import AutoModelForCausalLM, AutoTokenizer

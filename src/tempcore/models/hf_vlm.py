@@ -23,7 +23,7 @@ Option scoring and letter ids: see :mod:`tempcore.models._hf_common`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from tempcore.models._hf_common import (
     HFAdapterBase,
@@ -35,6 +35,7 @@ from tempcore.models._hf_common import (
     resolve_dtype,
 )
 from tempcore.models.base import ModelConfigError, ModelError, ModelRequest, ModelSpec
+from tempcore.models.specs import HFVLMSpec, expect_spec
 
 
 def without_video_processor(processor_cls: type[Any]) -> type[Any]:
@@ -85,7 +86,7 @@ def processor_class_for(config: Any, config_dict: dict[str, Any]) -> type[Any] |
         return None
 
 
-def load_processor(spec: ModelSpec, config: Any, config_dict: dict[str, Any]) -> Any:
+def load_processor(spec: HFVLMSpec, config: Any, config_dict: dict[str, Any]) -> Any:
     """``AutoProcessor`` for the checkpoint, images-only when torchvision is unavailable.
 
     Detection is generic: if the processor class declares a ``video_processor`` and torchvision
@@ -105,7 +106,11 @@ def load_processor(spec: ModelSpec, config: Any, config_dict: dict[str, Any]) ->
 class HFVisionLanguageModel(HFAdapterBase):
     """Any transformers image-text-to-text checkpoint behind the :class:`Model` interface."""
 
-    def __init__(self, spec: ModelSpec) -> None:
+    spec_class: ClassVar[type[ModelSpec]] = HFVLMSpec
+    spec: HFVLMSpec
+
+    def __init__(self, spec: HFVLMSpec) -> None:
+        expect_spec(spec, HFVLMSpec, "backend hf")
         super().__init__(spec)
         require_torch_transformers(f"model {spec.display_name} (backend hf)")
         from transformers import AutoConfig

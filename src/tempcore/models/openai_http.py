@@ -97,7 +97,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from tempcore._version import __version__
@@ -113,6 +113,7 @@ from tempcore.models.base import (
     ModelSpec,
     check_method,
 )
+from tempcore.models.specs import OPENAI_EXTRA, OpenAISpec, expect_spec
 from tempcore.records import LETTERS
 from tempcore.redaction import RedactingFilter, redact_text, redact_url, url_secrets
 
@@ -126,17 +127,9 @@ T = TypeVar("T")
 IMAGE_FORMATS = ("jpeg", "png")
 #: 4xx statuses that are retried (request timeout, rate limit); every 5xx is retried too.
 RETRYABLE_4XX = frozenset({408, 429})
-#: Keys of ``ModelSpec.extra`` understood by :meth:`OpenAIChatModel.from_spec`.
-SPEC_EXTRA_KEYS = (
-    "backoff_base_s",
-    "backoff_max_s",
-    "image_format",
-    "jpeg_quality",
-    "temperature",
-    "extra_body",
-    "request_logprobs",
-    "top_logprobs",
-)
+#: Keys of ``ModelSpec.extra`` understood by :meth:`OpenAIChatModel.from_spec` (checked when the
+#: :class:`~tempcore.models.specs.OpenAISpec` is built).
+SPEC_EXTRA_KEYS = tuple(OPENAI_EXTRA)
 _ERROR_BODY_CHARS = 300
 #: Connections per ``httpx.AsyncClient`` (see "Connection pools" in the module docstring).
 POOL_SHARD = 8
@@ -375,6 +368,8 @@ class OpenAIChatModel:
     log-probabilities and secrets.
     """
 
+    spec_class: ClassVar[type[ModelSpec]] = OpenAISpec
+
     def __init__(
         self,
         model: str,
@@ -462,21 +457,18 @@ class OpenAIChatModel:
         self._warned_userinfo = False
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> OpenAIChatModel:
-        """Build from a :class:`ModelSpec` (``backend: openai``).
+    def from_spec(cls, spec: OpenAISpec) -> OpenAIChatModel:
+        """Build from an :class:`~tempcore.models.specs.OpenAISpec` (``backend: openai``; the spec has
+        checked ``base_url`` and the ``extra`` keys when it was built).
 
         ``spec.max_new_tokens`` is ``max_tokens``; ``spec.generation_kwargs`` go into the request
         body (``extra.extra_body`` wins on conflicts); ``spec.extra`` may set
         :data:`SPEC_EXTRA_KEYS`.
         """
+        expect_spec(spec, OpenAISpec, "backend openai")
         if not spec.base_url:
             raise ModelConfigError(f"model {spec.display_name}: the openai backend needs base_url")
         extra = dict(spec.extra)
-        unknown = sorted(set(extra) - set(SPEC_EXTRA_KEYS))
-        if unknown:
-            raise ModelConfigError(
-                f"model {spec.display_name}: unknown openai option(s) {unknown}; known: {list(SPEC_EXTRA_KEYS)}"
-            )
         extra_body = {**dict(spec.generation_kwargs), **dict(extra.pop("extra_body", None) or {})}
         return cls(
             spec.model,

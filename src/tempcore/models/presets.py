@@ -79,6 +79,12 @@ class Preset:
         for key in ("generation_kwargs", "processor_kwargs", "extra"):
             if key in overrides:
                 base[key] = {**base[key], **dict(overrides.pop(key) or {})}
+        from tempcore.models.registry import spec_class
+
+        keys = spec_class(str(overrides.get("backend", self.backend))).spec_keys()
+        for key in [k for k in base if k not in keys]:  # a key this backend's spec lacks, left unset
+            if base[key] in (None, {}):
+                del base[key]
         base.update(overrides)
         try:
             return ModelSpec.from_dict(base)

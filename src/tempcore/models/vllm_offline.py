@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from tempcore.models._batching import run_with_fallback
 from tempcore.models._images import to_data_url
@@ -29,6 +29,7 @@ from tempcore.models.base import (
     ModelSpec,
     check_method,
 )
+from tempcore.models.specs import VLLMSpec, expect_spec
 
 
 def letter_logprobs(first_token: dict[Any, Any] | None, letters: Sequence[str]) -> tuple[float, ...] | None:
@@ -50,7 +51,10 @@ class VLLMOfflineModel:
 
     supports_option_scores = False
 
-    def __init__(self, spec: ModelSpec) -> None:
+    spec_class: ClassVar[type[ModelSpec]] = VLLMSpec
+
+    def __init__(self, spec: VLLMSpec) -> None:
+        expect_spec(spec, VLLMSpec, "backend vllm")
         try:
             import vllm
         except ImportError as exc:
@@ -71,7 +75,7 @@ class VLLMOfflineModel:
         )
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> VLLMOfflineModel:
+    def from_spec(cls, spec: VLLMSpec) -> VLLMOfflineModel:
         return cls(spec)
 
     def _conversation(self, request: ModelRequest) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -24,7 +24,9 @@ from tempcore.models.base import (
     ModelResponse,
     ModelSpec,
     check_method,
+    spec_key,
 )
+from tempcore.models.specs import expect_spec
 from tempcore.records import LETTERS
 from tempcore.world.answerers.constants import ANSWERER_DIR, FORMAT, GREY, IMAGE_SIDE, MEMBERS, ZooError
 from tempcore.world.answerers.nets import AnswererNet, frames_tensor
@@ -128,6 +130,28 @@ def save_answerer(
     return weights
 
 
+@dataclass(frozen=True)
+class ZooSpec(ModelSpec):
+    """``backend: zoo``: a zoo member of the synthetic world (tiny CPU networks scoring the options).
+
+    The world registers the ``zoo`` backend through the ``tempcore.models`` entry-point group; this
+    spec comes with it as :attr:`ZooModel.spec_class`. Members answer by option scores, so there is no
+    generation key (``max_new_tokens``, ``system_prompt``, ...).
+    """
+
+    device: str = spec_key("auto", doc="auto (cpu: the members are tiny) or a torch device")
+    dtype: str = spec_key("auto", doc="auto or float32 (the members run in float32)")
+    batch_size: int = spec_key(8, doc="requests per forward pass")
+    max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
+
+    EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {"zoo_dir": "the folder of the members (default the shipped zoo)"}
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.dtype not in ("auto", "float32"):
+            raise ModelConfigError(f"model {self.display_name}: zoo answerers run in float32, not {self.dtype!r}")
+
+
 class ZooModel:
     """A zoo member behind :class:`tempcore.models.Model` (backend ``zoo``).
 
@@ -137,8 +161,10 @@ class ZooModel:
     """
 
     supports_option_scores = True
+    spec_class: ClassVar[type[ModelSpec]] = ZooSpec
 
-    def __init__(self, spec: ModelSpec) -> None:
+    def __init__(self, spec: ZooSpec) -> None:
+        expect_spec(spec, ZooSpec, "backend zoo")
         self.spec = spec
         self.name = spec.display_name
         device = "cpu" if spec.device == "auto" else spec.device
@@ -155,7 +181,7 @@ class ZooModel:
         self.revision: str | None = spec.revision or self.answerer.weights_sha256[:12]  # Model's field type
 
     @classmethod
-    def from_spec(cls, spec: ModelSpec) -> ZooModel:
+    def from_spec(cls, spec: ZooSpec) -> ZooModel:
         return cls(spec)
 
     def _problem(self, request: ModelRequest) -> str | None:
@@ -215,7 +241,7 @@ def zoo_specs(zoo_dir: str | Path | None = None, *, include_hf: bool | None = No
     from tempcore.world.hf_answerer import hf_path, hf_spec
 
     extra = {} if zoo_dir is None else {"zoo_dir": str(Path(zoo_dir) / "answerers")}
-    specs = [ModelSpec(backend="zoo", model=name, extra=extra) for name in MEMBERS]
+    specs: list[ModelSpec] = [ZooSpec(backend="zoo", model=name, extra=extra) for name in MEMBERS]
     hf_dir = None if zoo_dir is None else Path(zoo_dir)
     if include_hf or (include_hf is None and hf_path(hf_dir).is_dir()):
         specs.append(hf_spec(hf_dir))

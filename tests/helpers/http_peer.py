@@ -17,7 +17,7 @@ and keeps every parsed request for inspection.
 
 Run standalone (used by ``benchmarks/inference_http.py``)::
 
-    python tests/http_peer.py --latency 0.1      # prints "READY http://127.0.0.1:PORT/v1"
+    python tests/helpers/http_peer.py --latency 0.1      # prints "READY http://127.0.0.1:PORT/v1"
 
 ``GET /peer/stats`` returns the counters as JSON.
 """
