@@ -135,7 +135,8 @@ def load_model(spec: ModelSpec | Mapping[str, Any] | str) -> Model:
     spec = as_spec(spec)
     factory = resolve_factory(spec.backend)
     build = getattr(factory, "from_spec", factory)
-    return build(spec)
+    model: Model = build(spec)
+    return model
 
 
 __all__ = ["BACKENDS", "as_spec", "load_model", "register_backend", "resolve_factory", "spec_class"]
