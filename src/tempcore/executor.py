@@ -131,8 +131,11 @@ class AnswerSettings:
 class EncoderIdentity(Protocol):
     """What the runner needs to know of the encoder an executor scores with."""
 
-    name: str
-    fingerprint: str
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def fingerprint(self) -> str: ...
 
 
 class Executor(Protocol):

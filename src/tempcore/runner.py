@@ -286,13 +286,27 @@ def run(
     from tempcore.encoders.cache import EmbeddingCache, default_cache_dir
     from tempcore.store import RunStore
 
-    executor = executor if executor is not None else LocalExecutor()
+    executor = executor if executor is not None else _executor_for(cfg, names)
     try:
         return _execute(cfg, specs, out, store_path, executor, limit=limit, shard=shard, progress=progress,
                         log=log, model_factory=model_factory, encoder=encoder, recompute=recompute,
                         cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore)
     finally:
         executor.close()
+
+
+def _executor_for(cfg: RunConfig, model_names: list[str]) -> Executor:
+    """The executor ``cfg.executor`` names: :class:`LocalExecutor`, or the Ray executor with the
+    configuration's ``ray`` options (Ray itself is imported only when it starts)."""
+    if cfg.executor == "ray":
+        from tempcore.ray_executor import RayExecutor, RayOptions
+
+        options = RayOptions.from_dict(cfg.ray)
+        options.check_models(model_names)
+        return RayExecutor(options)
+    if cfg.executor != "local":
+        raise RunError(f"unknown executor {cfg.executor!r} (known: local, ray)")
+    return LocalExecutor()
 
 
 def _execute(
