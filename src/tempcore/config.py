@@ -125,6 +125,9 @@ class RunConfig:
     corrupt data; the decoder reports it): ``answer`` (default: answered on the frames that
     decoded, and flagged in ``video_damage`` of every prediction) or ``skip`` (its framed conditions
     are not answered, as for a video that does not decode; no-frame conditions still are).
+
+    ``executor``: ``local`` (default: this process) or ``ray`` (:mod:`tempcore.ray_executor`), with
+    the ``ray`` mapping (:class:`tempcore.ray_executor.RayOptions`: address, actors per model, ...).
     """
 
     out: str
@@ -144,6 +147,8 @@ class RunConfig:
     tau: float = 0.15
     lam: float = 0.5
     damaged_videos: str = "answer"
+    executor: str = "local"
+    ray: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
     @property
@@ -193,6 +198,7 @@ class RunConfig:
             models.append(dict(m))
         if data.get("damaged_videos", "answer") not in ("answer", "skip"):
             raise ConfigError(f"{source}: damaged_videos must be answer or skip, not {data['damaged_videos']!r}")
+        _check_executor(source, data)
         try:
             cfg = cls(
                 benchmarks=tuple(benchmarks), conditions=tuple(conditions), models=tuple(models),
@@ -206,6 +212,20 @@ class RunConfig:
         except (TypeError, ValueError) as exc:
             raise ConfigError(f"{source}: {exc}") from exc
         return cfg
+
+
+EXECUTORS = ("local", "ray")
+
+
+def _check_executor(source: str, data: dict[str, Any]) -> None:
+    """``executor`` is local or ray; the ``ray`` mapping is valid (checked without importing ray)."""
+    executor = data.get("executor", "local")
+    if executor not in EXECUTORS:
+        raise ConfigError(f"{source}: executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    from tempcore.ray_executor import RayOptions
+
+    RayOptions.from_dict(data.get("ray") or {}, where=f"{source}: ray")
+    data["ray"] = dict(data.get("ray") or {})
 
 
 def _looks_like_path(name: str) -> bool:

@@ -25,6 +25,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--limit", type=int, help="only the first N samples of each benchmark (a quick try)")
     p.add_argument("--out", help="run folder (overrides the configuration's 'out')")
     p.add_argument("--shard", help="I/N: only shard I of N (stable hash of the sample ids), to split a run")
+    p.add_argument("--executor", choices=("local", "ray"),
+                   help="where frames are scored and questions answered: local (this process, the default) or "
+                   "ray (Ray actors; overrides the configuration's 'executor')")
+    p.add_argument("--ray-address", metavar="auto|HOST:PORT",
+                   help="the Ray cluster to join (overrides ray.address; implies --executor ray); without it a "
+                   "local Ray is started for the run")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object at the end")
     p.set_defaults(func=run)
@@ -40,6 +46,11 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(args.config)
     if args.out:
         cfg = dataclasses.replace(cfg, out=args.out)
+    if args.ray_address and args.executor == "local":
+        raise RunError("--ray-address joins a Ray cluster: use it with --executor ray, not local")
+    if args.executor or args.ray_address:
+        ray_options = dict(cfg.ray) | ({"address": args.ray_address} if args.ray_address else {})
+        cfg = dataclasses.replace(cfg, executor=args.executor or "ray", ray=ray_options)
     shard = None
     if args.shard:
         try:

@@ -1,0 +1,574 @@
+"""The Ray executor: the plan of a local run, scored and answered by Ray actors.
+
+``tempcore run --config C --executor ray [--ray-address auto|HOST:PORT]`` (or ``executor: ray`` in
+the configuration) runs the same plan as a local run (:mod:`tempcore.planning`); only where the
+two heavy steps happen changes:
+
+- **frame scoring**: Ray calls over whole videos (all the samples sharing a file and segment),
+  sent to *frame actors* that each load the encoder once (``ray.encoder``: ``actors``,
+  ``num_gpus``, ``num_cpus``); they return the scores (:func:`tempcore.executor.frame_events`) to
+  the driver, which builds the timelines and the work items. One call takes the videos the local
+  scorer scores together: consecutive videos until their questions fill one text batch
+  (:data:`TEXT_BATCH` texts; one video when it has more). The choice keeps every text embedding
+  bit-identical to a local run (batched matrix products are not batch-size invariant, and a
+  difference in the last bit can swap two near-tied frames). Without score-based conditions
+  (probing only) a call is one video;
+- **answering**: each model entry gets ``replicas`` *model actors* (``ray.models.<name>``:
+  ``replicas``, ``num_gpus``, ``num_cpus``; ``ray.model_defaults`` for the others), each loading
+  its model once; the driver sends them units (one sample's items whose frames fit in
+  ``max_frames_in_memory``, as locally), the actor decodes the frames, answers in batches of
+  ``request_batch`` (:func:`tempcore.executor.answer_unit`) and returns Predictions / Failures.
+
+The driver alone writes the run store (one SQLite writer, local to the driver) and commits each
+unit's results as they arrive (:func:`tempcore.executor.commit`), with at most
+``max_in_flight`` units per actor outstanding, so memory stays flat and a crash of anything loses
+at most what was in flight: a rerun resumes from the store exactly like a local run (stored keys
+are never asked again).
+
+Faults (the choices): an actor whose process dies is restarted by Ray (``max_restarts``) and the
+call it was running retried (``max_task_retries``); a unit whose call still fails (the actor died
+for good, or the model raised) is sent again, to any live actor, until it has failed
+``max_attempts`` times; then each of its items goes to the failures table with the error (never
+into predictions) and the run goes on. A permanently dead actor is replaced by a fresh one. A
+model that cannot load stops the run (as locally); a model that returns the wrong number of
+responses stops it too (:class:`~tempcore.planning.RunError`). A frame-scoring call that keeps
+failing makes its video a failed video (listed, its samples answered frameless only).
+
+Models run one after the other by default (one model's actors hold their GPUs at a time, as a
+local run holds one model in memory); ``concurrent_models: true`` starts every model's actors at
+once (a cluster with room for all of them).
+
+The embedding cache: frame actors read and write the run's ``cache`` folder themselves. On one
+machine that is the driver's cache; across machines give ``cache`` a path every node mounts
+(a shared filesystem). A node that cannot see the shared path keeps its own cache at the same
+path: entries are keyed by content (video, encoder fingerprint, fps), so a node never reuses a
+stale one, it only computes what another node already has. Videos and local model / encoder
+folders must be at the same path on every node.
+
+Ray is imported only when this executor starts (``pip install 'tempcore[ray]'``); ``import
+tempcore`` and a local run never import it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tempcore.errors import TempcoreError
+from tempcore.executor import (
+    Answered,
+    AnswerSettings,
+    ModelFactory,
+    ModelJob,
+    Progress,
+    answer_unit,
+    bar,
+    close_bar,
+    collect_timelines,
+    commit,
+    frame_events,
+    load_quietly,
+)
+from tempcore.planning import RunError, Timelines, WorkItem, answer_units
+from tempcore.records import Failure, Sample
+
+if TYPE_CHECKING:
+    from tempcore.config import RunConfig
+    from tempcore.encoders.base import FrameTextEncoder
+    from tempcore.encoders.cache import EmbeddingCache
+    from tempcore.executor import Identity
+    from tempcore.models.base import Model, ModelSpec
+    from tempcore.scoring import FrameScores, ScoreFailure
+    from tempcore.store import RunStore
+
+__all__ = ["ActorResources", "RayExecutor", "RayOptions", "RemoteEncoder"]
+
+#: texts per encoder call in :func:`tempcore.scoring.score_samples` (its ``text_batch`` default)
+TEXT_BATCH = 256
+
+
+# --- options ----------------------------------------------------------------------------------
+
+
+def _config_error(message: str) -> TempcoreError:
+    from tempcore.config import ConfigError
+
+    return ConfigError(message)
+
+
+def _number(where: str, value: Any, *, minimum: float, integer: bool) -> Any:
+    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
+    if not ok or value < minimum:
+        kind = "an integer" if integer else "a number"
+        raise _config_error(f"{where} must be {kind} >= {minimum:g}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class ActorResources:
+    """How many actors of one kind, and what each reserves (Ray's ``num_gpus`` / ``num_cpus``;
+    fractional GPUs share one device)."""
+
+    actors: int = 1
+    num_gpus: float = 0.0
+    num_cpus: float = 1.0
+
+    @classmethod
+    def from_dict(cls, where: str, data: Any, *, count_key: str) -> ActorResources:
+        if not isinstance(data, Mapping):
+            raise _config_error(f"{where} must be a mapping with {count_key}, num_gpus, num_cpus")
+        unknown = sorted(set(data) - {count_key, "num_gpus", "num_cpus"})
+        if unknown:
+            raise _config_error(f"{where}: unknown key(s) {unknown} (known: {count_key}, num_gpus, num_cpus)")
+        return cls(
+            actors=_number(f"{where}.{count_key}", data.get(count_key, 1), minimum=1, integer=True),
+            num_gpus=float(_number(f"{where}.num_gpus", data.get("num_gpus", 0), minimum=0, integer=False)),
+            num_cpus=float(_number(f"{where}.num_cpus", data.get("num_cpus", 1), minimum=0, integer=False)),
+        )
+
+
+_KEYS = ("address", "runtime_env", "concurrent_models", "max_in_flight", "max_restarts", "max_task_retries",
+         "max_attempts", "encoder", "model_defaults", "models")
+
+
+@dataclass(frozen=True)
+class RayOptions:
+    """The ``ray:`` section of a run configuration (every key optional).
+
+    address:           ``auto`` (the cluster this machine belongs to, ``ray start``), ``HOST:PORT``
+                       (``ray://HOST:PORT`` for Ray Client), or none: a Ray already initialised in
+                       this process, else a local Ray started for the run and stopped after it;
+    runtime_env:       passed to ``ray.init`` (e.g. ``env_vars``, ``py_modules``);
+    concurrent_models: all models' actors at once (default: one model after the other);
+    max_in_flight:     units outstanding per actor (default 2: one running, one queued);
+    max_restarts:      Ray restarts of a dead actor (default 3);
+    max_task_retries:  Ray retries of the call a dead actor was running (default 3);
+    max_attempts:      tries of one unit before its items go to the failures table (default 3);
+    encoder:           ``{actors, num_gpus, num_cpus}`` of the frame actors (default 1, 0, 1);
+    model_defaults:    ``{replicas, num_gpus, num_cpus}`` of each model (default 1, 0, 1);
+    models:            per model name (its ``name``, or the display name): ``{replicas, num_gpus, num_cpus}``.
+    """
+
+    address: str | None = None
+    runtime_env: dict[str, Any] | None = None
+    concurrent_models: bool = False
+    max_in_flight: int = 2
+    max_restarts: int = 3
+    max_task_retries: int = 3
+    max_attempts: int = 3
+    encoder: ActorResources = ActorResources()
+    model_defaults: ActorResources = ActorResources()
+    models: dict[str, ActorResources] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: Any, *, where: str = "ray") -> RayOptions:
+        """Validate a ``ray:`` mapping; a :class:`~tempcore.config.ConfigError` names the key."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise _config_error(f"{where} must be a mapping, not {type(data).__name__}")
+        unknown = sorted(set(data) - set(_KEYS))
+        if unknown:
+            from tempcore.registry import did_you_mean
+
+            hints = "".join(did_you_mean(str(k), list(_KEYS), n=1) for k in unknown)
+            raise _config_error(f"{where}: unknown key(s) {unknown}{hints} (known: {', '.join(_KEYS)})")
+        address = data.get("address")
+        if address is not None and (not isinstance(address, str) or not address.strip()):
+            raise _config_error(f"{where}.address must be auto or HOST:PORT, not {address!r}")
+        runtime_env = data.get("runtime_env")
+        if runtime_env is not None and not isinstance(runtime_env, Mapping):
+            raise _config_error(f"{where}.runtime_env must be a mapping")
+        concurrent = data.get("concurrent_models", False)
+        if not isinstance(concurrent, bool):
+            raise _config_error(f"{where}.concurrent_models must be true or false, not {concurrent!r}")
+        models = data.get("models") or {}
+        if not isinstance(models, Mapping):
+            raise _config_error(f"{where}.models must map model names to {{replicas, num_gpus, num_cpus}}")
+        return cls(
+            address=address,
+            runtime_env=None if runtime_env is None else dict(runtime_env),
+            concurrent_models=concurrent,
+            max_in_flight=_number(f"{where}.max_in_flight", data.get("max_in_flight", 2), minimum=1, integer=True),
+            max_restarts=_number(f"{where}.max_restarts", data.get("max_restarts", 3), minimum=-1, integer=True),
+            max_task_retries=_number(f"{where}.max_task_retries", data.get("max_task_retries", 3), minimum=-1,
+                                     integer=True),
+            max_attempts=_number(f"{where}.max_attempts", data.get("max_attempts", 3), minimum=1, integer=True),
+            encoder=ActorResources.from_dict(f"{where}.encoder", data.get("encoder") or {}, count_key="actors"),
+            model_defaults=ActorResources.from_dict(f"{where}.model_defaults", data.get("model_defaults") or {},
+                                                    count_key="replicas"),
+            models={str(k): ActorResources.from_dict(f"{where}.models.{k}", v, count_key="replicas")
+                    for k, v in models.items()},
+        )
+
+    def for_model(self, name: str) -> ActorResources:
+        return self.models.get(name, self.model_defaults)
+
+    def check_models(self, names: Sequence[str]) -> None:
+        """Every ``models`` key names a model of the run (a typo would silently get the defaults)."""
+        unknown = sorted(set(self.models) - set(names))
+        if unknown:
+            raise RunError(f"ray.models names {unknown}, not models of this run (its models: {list(names)})")
+
+
+# --- actors (plain classes; wrapped by ray.remote when the executor starts) --------------------
+
+
+class _FrameWorker:
+    """Holds the encoder (loaded once) and scores the videos sent to it."""
+
+    def __init__(self, encoder: Any, name: str | None, options: Mapping[str, Any], cache_root: str | None) -> None:
+        from tempcore.encoders.cache import EmbeddingCache
+
+        if encoder is None and name is not None:
+            from tempcore.encoders import load_encoder
+            from tempcore.encoders.hf import progress_bars
+
+            with progress_bars(False):
+                encoder = load_encoder(name, **dict(options))
+        self.encoder = encoder
+        self.cache = EmbeddingCache(cache_root) if cache_root is not None else None
+
+    def identity(self) -> tuple[str, str] | None:
+        if self.encoder is None:
+            return None
+        return str(self.encoder.name), str(self.encoder.fingerprint)
+
+    def events(
+        self, samples: list[Sample], modes: list[str], fps: float | None, video_root: str | None,
+    ) -> list[Any]:
+        return list(frame_events(samples, modes, fps=fps, encoder=self.encoder if modes else None,
+                                 cache=self.cache, video_root=video_root))
+
+
+class _ModelWorker:
+    """Holds one model (loaded once) and answers the units sent to it."""
+
+    def __init__(self, spec: ModelSpec, factory: ModelFactory) -> None:
+        self.model: Model = load_quietly(factory, spec, False)
+
+    def ready(self) -> str:
+        return str(self.model.name)
+
+    def answer(
+        self, unit: list[WorkItem], video_root: str | None, method: str, template: str, noframe_size: int,
+        request_batch: int, identity: Identity,
+    ) -> list[Answered]:
+        return list(answer_unit(self.model, unit, video_root=video_root, method=method, template=template,
+                                noframe_size=noframe_size, request_batch=request_batch, identity=identity))
+
+    def close(self) -> None:
+        self.model.close()
+
+
+@dataclass(frozen=True)
+class RemoteEncoder:
+    """The encoder the frame actors hold, as the driver knows it (name and fingerprint)."""
+
+    name: str
+    fingerprint: str
+
+
+def _describe(exc: BaseException) -> str:
+    """A Ray error in one line: the remote exception's type and message when there is one."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__}: {cause}"
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"
+
+
+# --- the executor -----------------------------------------------------------------------------
+
+
+@dataclass
+class _Slot:
+    actor: Any
+    busy: int = 0
+    alive: bool = True
+
+
+@dataclass
+class _Pool:
+    """One model job on Ray: its actors, its queue of units, what is in flight."""
+
+    job: ModelJob
+    slots: list[_Slot]
+    queue: deque[tuple[list[WorkItem], int]]
+    progress: Progress
+    started: float
+    inflight: int = 0
+
+
+class RayExecutor:
+    """Runs a planned run on Ray (see the module docstring). The driver process writes the store."""
+
+    name = "ray"
+
+    def __init__(self, options: RayOptions | None = None, *, address: str | None = None) -> None:
+        self.options = options or RayOptions()
+        self.address = address if address is not None else self.options.address
+        self._ray: Any = None
+        self._started_ray = False
+        self._frame_actors: list[Any] = []
+        self._encoder: FrameTextEncoder | None = None
+        self._encoder_name: str | None = None
+        self._encoder_options: dict[str, Any] = {}
+        self._cache_root: str | None = None
+
+    # lifecycle
+
+    def _init(self) -> Any:
+        if self._ray is not None:
+            return self._ray
+        try:
+            import ray
+        except ImportError as exc:
+            raise RunError("the Ray executor needs ray: pip install 'tempcore[ray]' (or 'ray[default]>=2.9')") \
+                from exc
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {"address": self.address, "include_dashboard": False}
+            if self.options.runtime_env:
+                kwargs["runtime_env"] = self.options.runtime_env
+            try:
+                ray.init(**kwargs)
+            except Exception as exc:  # ConnectionError, RuntimeError, ValueError from ray.init
+                where = self.address or "a local Ray"
+                raise RunError(f"cannot start or join Ray at {where}: {type(exc).__name__}: {exc}") from exc
+            self._started_ray = True
+        self._ray = ray
+        return ray
+
+    def close(self) -> None:
+        """Stop the frame actors, and the local Ray if this executor started it."""
+        if self._ray is None:
+            return
+        self._kill_frame_actors()
+        if self._started_ray:
+            self._ray.shutdown()
+            self._started_ray = False
+        self._ray = None
+
+    # frame scoring
+
+    def prepare(
+        self, cfg: RunConfig, *, encoder: FrameTextEncoder | None, progress: bool,
+    ) -> RemoteEncoder | None:
+        """Join / start Ray and start the frame actors; returns the encoder they hold (its
+        fingerprint from the first actor), or ``None`` when the run needs no encoder. A loaded
+        ``encoder`` passed by the caller is shipped to the actors (it must pickle)."""
+        self._init()
+        self._encoder = encoder
+        self._encoder_name = cfg.encoder if cfg.needs_encoder or encoder is not None else None
+        self._encoder_options = dict(cfg.encoder_options)
+        from tempcore.encoders.cache import default_cache_dir
+
+        self._cache_root = str(cfg.cache or default_cache_dir())
+        if not (cfg.needs_encoder or encoder is not None):
+            return None
+        actors = self._start_frame_actors(with_encoder=True)
+        try:
+            got = self._ray.get(actors[0].identity.remote())
+        except Exception as exc:
+            raise RunError(f"encoder {cfg.encoder}: the frame actors could not load it: {_describe(exc)}") from exc
+        return None if got is None else RemoteEncoder(*got)
+
+    def _start_frame_actors(self, *, with_encoder: bool) -> list[Any]:
+        if self._frame_actors:
+            return self._frame_actors
+        ray = self._ray
+        res = self.options.encoder
+        cls = ray.remote(_FrameWorker).options(
+            num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=self.options.max_restarts,
+            max_task_retries=self.options.max_task_retries)
+        shipped = ray.put(self._encoder) if self._encoder is not None else None
+        name = self._encoder_name if with_encoder else None
+        self._frame_actors = [cls.remote(shipped, name, self._encoder_options, self._cache_root)
+                              for _ in range(res.actors)]
+        return self._frame_actors
+
+    def _kill_frame_actors(self) -> None:
+        for a in self._frame_actors:
+            self._ray.kill(a)
+        self._frame_actors = []
+
+    def timelines(
+        self, samples: Sequence[Sample], modes: Sequence[str], *, cfg: RunConfig, cache: EmbeddingCache | None,
+        video_root: str | None, label: str, log: Callable[[str], None], progress: bool,
+    ) -> Timelines:
+        """Score (or probe) one video per Ray call, spread over the frame actors, at most
+        ``max_in_flight`` calls per actor outstanding; a call that keeps failing makes its video
+        a failed video."""
+        from tempcore.benchmarks import resolve_video
+        from tempcore.scoring import ScoreFailure
+
+        ray = self._init()
+        actors = self._start_frame_actors(with_encoder=bool(modes))
+        by_video: dict[tuple[Any, ...], list[Sample]] = {}
+        for s in samples:
+            key = (str(resolve_video(s, video_root)), s.start, s.end, s.media)
+            by_video.setdefault(key, []).append(s)
+        groups: dict[tuple[Any, ...], list[Sample]] = {}
+        if not modes:
+            groups = by_video
+        else:  # the chunks score_samples forms: its texts are encoded together, so embed them together
+            pending = list(by_video.items())
+            while pending:
+                first, chunk = pending[0][0], []
+                n_texts = 0
+                while pending and (not chunk or n_texts < TEXT_BATCH):
+                    _key, group = pending.pop(0)
+                    chunk.extend(group)
+                    n_texts += len(group) * len(modes)
+                groups[first] = chunk
+        queue: deque[tuple[tuple[Any, ...], int]] = deque((k, 0) for k in groups)
+        busy = [0] * len(actors)
+        inflight: dict[Any, tuple[tuple[Any, ...], int, int]] = {}
+        events: list[FrameScores | ScoreFailure | Any] = []
+        b = bar(len(samples), f"{label}: frames", progress)
+        cap = self.options.max_in_flight
+        try:
+            while queue or inflight:
+                while queue and min(busy) < cap:
+                    key, attempts = queue.popleft()
+                    i = busy.index(min(busy))
+                    ref = actors[i].events.remote(groups[key], list(modes), cfg.fps, video_root)
+                    inflight[ref] = (key, attempts, i)
+                    busy[i] += 1
+                [ref], _ = ray.wait(list(inflight), num_returns=1)
+                key, attempts, i = inflight.pop(ref)
+                busy[i] -= 1
+                try:
+                    events.extend(ray.get(ref))
+                except Exception as exc:
+                    if attempts + 1 < self.options.max_attempts:
+                        queue.appendleft((key, attempts + 1))
+                        continue
+                    events.extend(ScoreFailure(s.benchmark, s.sample_id, str(resolve_video(s, video_root)),
+                                               f"ray: {_describe(exc)} (gave up after {attempts + 1} attempts)",
+                                               "video", tuple(modes)) for s in groups[key])
+                b.update(len(groups[key]))
+        finally:
+            close_bar(b)
+        return collect_timelines(events, modes, log)
+
+    # answering
+
+    def _start_pool(self, job: ModelJob, settings: AnswerSettings, factory: ModelFactory,
+                    log: Callable[[str], None], progress: bool) -> _Pool:
+        log(job.describe())
+        res = self.options.for_model(job.spec.display_name)
+        slots = [_Slot(a) for a in self._model_actors(job, factory, res.actors)]
+        units = answer_units(job.items, settings.max_frames_in_memory)
+        return _Pool(job, slots, deque((u, 0) for u in units),
+                     Progress(len(job.items), job.spec.display_name, progress), time.perf_counter())
+
+    def _model_actors(self, job: ModelJob, factory: ModelFactory, n: int) -> list[Any]:
+        ray = self._ray
+        res = self.options.for_model(job.spec.display_name)
+        cls = ray.remote(_ModelWorker).options(
+            num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=self.options.max_restarts,
+            max_task_retries=self.options.max_task_retries)
+        actors = [cls.remote(job.spec, factory) for _ in range(n)]
+        try:
+            ray.get([a.ready.remote() for a in actors])
+        except Exception as exc:
+            for a in actors:
+                ray.kill(a)
+            raise RunError(f"model {job.spec.display_name}: cannot load on Ray: {_describe(exc)}") from exc
+        return actors
+
+    def _stop_pool(self, pool: _Pool) -> None:
+        pool.progress.close()
+        pool.job.summary.seconds += time.perf_counter() - pool.started
+        for slot in pool.slots:
+            if slot.alive:
+                try:
+                    self._ray.get(slot.actor.close.remote(), timeout=60)
+                except Exception:  # noqa: BLE001 - a model that fails to close must not lose the run
+                    pass
+            self._ray.kill(slot.actor)
+
+    def answer(
+        self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
+        settings: AnswerSettings, log: Callable[[str], None], progress: bool,
+    ) -> None:
+        """Answer every job on model actors; commit each unit's results on arrival (this process)."""
+        ray = self._init()
+        self._kill_frame_actors()  # their resources (GPUs) go to the models
+        waiting = deque(jobs)
+        pools: list[_Pool] = []
+        inflight: dict[Any, tuple[_Pool, _Slot, list[WorkItem], int]] = {}
+        cap = self.options.max_in_flight
+
+        def submit(pool: _Pool) -> None:
+            while pool.queue:
+                live = [s for s in pool.slots if s.alive and s.busy < cap]
+                if not live:
+                    return
+                slot = min(live, key=lambda s: s.busy)
+                unit, attempts = pool.queue.popleft()
+                job = pool.job
+                ref = slot.actor.answer.remote(
+                    unit, settings.video_root_of.get(unit[0].sample.benchmark), job.method, job.template,
+                    settings.noframe_size, settings.request_batch, job.identity)
+                inflight[ref] = (pool, slot, unit, attempts)
+                slot.busy += 1
+                pool.inflight += 1
+
+        try:
+            while waiting or pools:
+                while waiting and (self.options.concurrent_models or not pools):
+                    pool = self._start_pool(waiting.popleft(), settings, factory, log, progress)
+                    pools.append(pool)
+                    submit(pool)
+                for pool in [p for p in pools if not p.queue and not p.inflight]:
+                    pools.remove(pool)
+                    self._stop_pool(pool)
+                if not inflight:
+                    continue
+                [ref], _ = ray.wait(list(inflight), num_returns=1)
+                pool, slot, unit, attempts = inflight.pop(ref)
+                slot.busy -= 1
+                pool.inflight -= 1
+                try:
+                    results: list[Answered] = ray.get(ref)
+                except Exception as exc:
+                    self._failed(pool, slot, unit, attempts, exc, store, run_id, factory, log)
+                else:
+                    for answered in results:
+                        commit(store, run_id, answered, pool.job.summary, pool.job.replace)
+                        pool.progress.update(answered)
+                submit(pool)
+        finally:  # on a stop: the actors go, and with them the calls in flight (nothing was committed)
+            for pool in pools:
+                self._stop_pool(pool)
+
+    def _failed(
+        self, pool: _Pool, slot: _Slot, unit: list[WorkItem], attempts: int, exc: BaseException,
+        store: RunStore, run_id: str, factory: ModelFactory, log: Callable[[str], None],
+    ) -> None:
+        """A unit's call failed: stop on a run error, replace a dead actor, retry or record failures."""
+        from ray.exceptions import ActorDiedError
+
+        cause = getattr(exc, "cause", None)
+        if isinstance(cause, RunError):
+            raise cause
+        name = pool.job.spec.display_name
+        if isinstance(exc, ActorDiedError) and slot.alive:
+            slot.alive = False
+            log(f"  model {name}: an actor died for good ({_describe(exc)}); starting a new one")
+            pool.slots.append(_Slot(self._model_actors(pool.job, factory, 1)[0]))
+        if attempts + 1 < self.options.max_attempts:
+            pool.queue.appendleft((unit, attempts + 1))
+            return
+        error = f"ray: {_describe(exc)} (gave up after {attempts + 1} attempts)"
+        fails = tuple(Failure(it.sample.benchmark, it.sample.sample_id, name, it.condition.key, error,
+                              attempts=attempts + 1) for it in unit)
+        answered = Answered(tuple(unit), fails, asked=False)
+        commit(store, run_id, answered, pool.job.summary, pool.job.replace)
+        pool.progress.update(answered)
+        log(f"  model {name}: {len(unit)} request(s) of sample {unit[0].sample.sample_id} failed: {error}")

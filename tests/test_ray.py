@@ -1,0 +1,205 @@
+"""The Ray executor on a real local Ray (``ray.init(num_cpus=2)``, started by these tests).
+
+Same plan, same rows as the local executor; a model actor that dies mid-run is restarted and its
+unit retried, with nothing lost or duplicated; a unit that keeps failing lands in the failures
+table; a killed driver resumes from the store."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import ray  # a missing ray fails this module: it never skips
+import yaml
+
+import test_runner
+from tempcore.config import ConfigError, RunConfig, load_config
+from tempcore.models import ModelResponse
+from tempcore.runner import run
+from tempcore.store import RunStore
+from test_runner import count_rows, write_config
+
+HERE = Path(__file__).parent
+world = test_runner.world  # the tiny world fixture of test_runner.py
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    """A local Ray of 2 CPUs for this module; its workers import this test module (PYTHONPATH)."""
+    old = os.environ.get("PYTHONPATH", "")
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), old) if p)
+    try:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    except Exception as exc:  # the failure says why, it never skips
+        pytest.fail(f"a local Ray (num_cpus=2) did not start: {type(exc).__name__}: {exc}")
+    yield ray
+    ray.shutdown()
+    os.environ["PYTHONPATH"] = old
+
+
+class KeyedModel:
+    """A deterministic answerer: the letter is a hash of the request's key and prompt, so every
+    actor (and the local run) gives every request the same answer."""
+
+    supports_option_scores = False
+    revision = None
+
+    def __init__(self, spec: object) -> None:
+        self.name = spec.display_name  # type: ignore[attr-defined]
+
+    def answer(self, requests, *, method="generate"):  # noqa: ANN001
+        out = []
+        for r in requests:
+            h = int(hashlib.sha256((r.key + r.prompt).encode()).hexdigest(), 16)
+            out.append(ModelResponse(f"({'ABCD'[h % len(r.options)]})"))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+class ExitsOnce(KeyedModel):
+    """Kills its own worker process (os._exit) on its first call of the run, once (a marker file)."""
+
+    def __init__(self, spec: object, marker: str) -> None:
+        super().__init__(spec)
+        self.marker = marker
+
+    def answer(self, requests, *, method="generate"):  # noqa: ANN001
+        marker = Path(self.marker)
+        if not marker.exists():
+            marker.write_text(str(os.getpid()))
+            os._exit(1)
+        return super().answer(requests, method=method)
+
+
+class FailsOnQ1(KeyedModel):
+    """Raises on every call that holds a request of sample q1."""
+
+    def answer(self, requests, *, method="generate"):  # noqa: ANN001
+        if any("|q1|" in r.key for r in requests):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return super().answer(requests, method=method)
+
+
+def _rows(store_path: Path) -> dict[tuple, dict]:
+    """Every stored prediction, every column but the timing."""
+    with RunStore.open(store_path) as store:
+        return {p.key: dataclasses.asdict(dataclasses.replace(p, latency_s=0.0)) for p in store.predictions()}
+
+
+def _ray_cfg(cfg: RunConfig, **ray_options: object) -> RunConfig:
+    return dataclasses.replace(cfg, executor="ray", ray=ray_options)
+
+
+QUIET = {"progress": False, "log": lambda _m: None}
+
+
+def test_ray_run_stores_exactly_the_predictions_of_a_local_run(world, tmp_path, local_ray):
+    conds = [{"strategy": "maxprob", "mode": "qa"}, {"strategy": "uniform"}, {"strategy": "noframe"}]
+    local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=2))
+    remote = load_config(write_config(world, tmp_path / "ray", conditions=conds, request_batch=2))
+    a = run(local, **QUIET)
+    b = run(_ray_cfg(remote, models={"tiny-qwen": {"replicas": 2}}), **QUIET)
+    expected, got = _rows(tmp_path / "local" / "store.sqlite"), _rows(tmp_path / "ray" / "store.sqlite")
+    assert len(expected) == 4 * 3 + 1 and got == expected
+    ma, mb = a.models[0], b.models[0]
+    assert (mb.done, mb.failed, mb.correct, mb.parse_failures) == (ma.done, ma.failed, ma.correct, ma.parse_failures)
+    assert b.benchmarks == a.benchmarks
+    again = run(_ray_cfg(remote), **QUIET, model_factory=lambda spec: pytest.fail("a stored key was asked again"))
+    assert again.models[0].stored_before == len(expected) and again.models[0].done == 0
+
+
+def test_a_killed_model_actor_is_restarted_and_nothing_is_lost_or_duplicated(world, tmp_path, local_ray):
+    conds = [{"strategy": "uniform"}, {"strategy": "random"}, {"strategy": "noframe"}]
+    local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=2))
+    run(local, **QUIET, model_factory=KeyedModel)
+    marker = tmp_path / "died"
+    cfg = load_config(write_config(world, tmp_path / "ray", conditions=conds, request_batch=2))
+    summary = run(_ray_cfg(cfg), **QUIET, model_factory=functools.partial(ExitsOnce, marker=str(marker)))
+    assert marker.exists(), "the model actor never died: the test tested nothing"
+    expected = _rows(tmp_path / "local" / "store.sqlite")
+    got = _rows(tmp_path / "ray" / "store.sqlite")
+    assert got == expected and summary.models[0].done == len(expected) and summary.models[0].failed == 0
+    with RunStore.open(tmp_path / "ray" / "store.sqlite") as store:
+        assert store.failures() == [] and store.counts().predictions == len(expected)
+
+
+def test_a_unit_that_keeps_failing_goes_to_the_failures_table(world, tmp_path, local_ray):
+    conds = [{"strategy": "uniform"}, {"strategy": "noframe"}]
+    cfg = load_config(write_config(world, tmp_path / "ray", conditions=conds))
+    summary = run(_ray_cfg(cfg, max_attempts=2), **QUIET, model_factory=FailsOnQ1)
+    m = summary.models[0]
+    assert (m.done, m.failed) == (4 * 2 + 1 - 2, 2)
+    with RunStore.open(tmp_path / "ray" / "store.sqlite") as store:
+        fails = store.failures()
+        assert {f.failure.sample_id for f in fails} == {"q1"} and len(fails) == 2
+        assert all("RuntimeError: CUDA error" in f.failure.error and "after 2 attempts" in f.failure.error
+                   and f.failure.attempts == 2 for f in fails)
+        assert not any(p.sample_id == "q1" for p in store.predictions())
+
+
+@pytest.mark.timeout(400)
+def test_a_killed_driver_resumes_from_the_store(world, tmp_path):
+    """``tempcore run --executor ray`` killed (SIGKILL) after its first commit; the rerun completes
+    it and the store holds exactly the rows of a local run."""
+    conds = [{"strategy": "uniform"}, {"strategy": "random"}, {"strategy": "noframe"}]
+    local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=1))
+    run(local, **QUIET)
+    expected = _rows(tmp_path / "local" / "store.sqlite")
+    path = write_config(world, tmp_path / "ray", conditions=conds, request_batch=1)
+    doc = yaml.safe_load(path.read_text()) | {"ray": {"max_in_flight": 1}}
+    path.write_text(yaml.safe_dump(doc))
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", RAY_NUM_CPUS="2")
+    cmd = [sys.executable, "-m", "tempcore", "run", "--no-progress", "--executor", "ray", "--config", str(path)]
+    store_path = tmp_path / "ray" / "store.sqlite"
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    deadline = time.time() + 240
+    while proc.poll() is None and count_rows(store_path) == 0 and time.time() < deadline:
+        time.sleep(0.05)
+    partial = count_rows(store_path)
+    os.killpg(proc.pid, signal.SIGKILL)  # the driver and the local Ray it started
+    proc.wait()
+    assert 0 < partial < len(expected), f"the kill did not land mid-run ({partial} of {len(expected)} rows)"
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert _rows(store_path) == expected
+
+
+def test_executor_and_ray_options_are_checked_when_the_config_loads(tmp_path):
+    base = {"benchmarks": [{"name": "x", "annotations": "y"}], "models": ["m"], "conditions": ["uniform"]}
+    with pytest.raises(ConfigError, match="executor must be one of local, ray, not 'dask'"):
+        RunConfig.from_dict(base | {"executor": "dask"})
+    with pytest.raises(ConfigError, match=r"unknown key\(s\) \['modles'\].*models"):
+        RunConfig.from_dict(base | {"executor": "ray", "ray": {"modles": {}}})
+    with pytest.raises(ConfigError, match=r"ray.models.m.replicas must be an integer >= 1, not 0"):
+        RunConfig.from_dict(base | {"executor": "ray", "ray": {"models": {"m": {"replicas": 0}}}})
+    with pytest.raises(ConfigError, match=r"ray.encoder: unknown key\(s\) \['gpus'\]"):
+        RunConfig.from_dict(base | {"ray": {"encoder": {"gpus": 1}}})
+    cfg = RunConfig.from_dict(base | {"executor": "ray", "ray": {"address": "auto", "models": {"m": {"num_gpus": 0.5}}}})
+    assert cfg.executor == "ray" and cfg.ray["address"] == "auto"
+    from tempcore.planning import RunError
+    from tempcore.ray_executor import RayOptions
+
+    opts = RayOptions.from_dict(cfg.ray)
+    assert opts.for_model("m").num_gpus == 0.5 and opts.for_model("other").actors == 1
+    with pytest.raises(RunError, match=r"ray.models names \['m'\], not models of this run"):
+        opts.check_models(["tiny-qwen"])
+
+
+def test_import_and_a_ray_config_never_import_ray(tmp_path):
+    code = ("import sys, tempcore, tempcore.runner, tempcore.cli.run; from tempcore.config import RunConfig; "
+            "RunConfig.from_dict({'benchmarks': [{'name': 'x', 'annotations': 'y'}], 'models': ['m'], "
+            "'conditions': ['uniform'], 'executor': 'ray', 'ray': {'address': 'auto'}}); "
+            "print(sorted(m for m in ('ray', 'torch') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "[]"
