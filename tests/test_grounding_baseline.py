@@ -137,3 +137,33 @@ def test_the_generator_writes_grounding_rows_the_loader_reads(tmp_path):
     assert all((w.root / s.video).is_file() and is_grounding(s) for s in result.samples)
     again = generate_world(tmp_path / "again", 8, seed=5, duration=(14.0, 16.0))
     assert again.grounding.read_bytes() == w.grounding.read_bytes()
+
+
+def test_variants_are_presets_that_explicit_params_override():
+    from tempcore.selection.retrieval import resolve_params
+
+    fine = Condition("retrieval", mode="q", k=8, encoder="enc", fps=1.0, variant="fine")
+    assert "variant=fine" in fine.key
+    p = retrieval_prediction(_sample(), fine, T, S)
+    assert (p.pred_start, p.pred_end) == (10.0, 13.0)  # == smooth_frames=1, min_len=0, floor=min
+    assert p.model_fingerprint == fingerprint(retrieval_identity({"smooth_frames": 1, "min_len": 0.0,
+                                                                 "floor": "min"}))
+    assert resolve_params("fine", {"min_len": 4.0})["min_len"] == 4.0
+    assert STRATEGIES["retrieval"](T, S, 3, variant="fine").indices == (10, 11, 12)
+    with pytest.raises(SelectionError, match="unknown variant"):
+        resolve_params("coarse")
+    with pytest.raises(SelectionError, match="no parameter"):
+        STRATEGIES["retrieval"](T, S, 3, gamma=1.0)
+
+
+def test_a_run_configuration_takes_retrieval_conditions(tmp_path):
+    from tempcore.config import RunConfig
+
+    cfg = RunConfig.from_dict({
+        "out": str(tmp_path), "benchmarks": [{"name": "grounding", "annotations": str(tmp_path)}],
+        "models": [{"backend": "zoo", "model": "zoo-mean"}],
+        "conditions": [{"strategy": "retrieval", "mode": "q", "variant": "fine"}],
+    })
+    cond = cfg.conditions[0].condition(cfg)
+    assert (cond.strategy, cond.mode, cond.variant, cond.encoder) == ("retrieval", "q", "fine", cfg.encoder)
+    assert cfg.needs_encoder

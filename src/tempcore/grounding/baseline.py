@@ -18,7 +18,8 @@ embedding cache) of the frames decoded at the run's ``fps`` — the paper's conf
 with CLIP; set ``fps: 1`` for it. Text mode: ``q`` (the query alone). ``qa`` would put the answer
 into the query of a multiple-choice sample; a grounding sample has no answer text, so ``qa`` fails
 there (:class:`tempcore.scoring.TextModeError`). The window parameters (``beta``,
-``smooth_frames``, ``min_len``, ``max_len``, ``floor``) are the condition's ``params``; defaults
+``smooth_frames``, ``min_len``, ``max_len``, ``floor``) are the condition's ``params`` over the
+preset of its ``variant`` (``paper``, ``fine``: :mod:`tempcore.selection.retrieval`); defaults
 are the paper's (β = 0.7 of the peak, clip [4, 60] s) and 5 smoothed frames (the paper leaves
 smoothing open); ``floor: min`` measures β from the track's minimum (see
 :mod:`tempcore.grounding.retrieval`: with Eq. 1's ``sigmoid(cos)`` scores the paper's rule can
@@ -44,7 +45,7 @@ RETRIEVAL_MODEL = "retrieval"
 RETRIEVAL_METHOD = "retrieval"
 """``answer_method`` of the baseline's predictions."""
 DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
-"""The window parameters (the strategy's in :mod:`tempcore.selection.retrieval` are the same)."""
+"""The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
 
 
 def _fps_of(t: np.ndarray) -> float:
@@ -119,8 +120,10 @@ def retrieval_prediction(
     from tempcore.identity import fingerprint
     from tempcore.scoring import query_text
 
+    from tempcore.selection.retrieval import resolve_params
+
     started = time.perf_counter()
-    p = {**DEFAULTS, **(params or {})}
+    p = resolve_params(condition.variant, params)
     start, end = track_window(timestamps, scores, fps=condition.fps, beta=float(p["beta"]),
                               smooth_frames=int(p["smooth_frames"]), min_len=float(p["min_len"]),
                               max_len=float(p["max_len"]), floor=str(p["floor"]))
