@@ -119,7 +119,6 @@ def retrieval_prediction(
     from tempcore.diagnostics.grounding import best_iou
     from tempcore.identity import fingerprint
     from tempcore.scoring import query_text
-
     from tempcore.selection.retrieval import resolve_params
 
     started = time.perf_counter()
