@@ -32,12 +32,17 @@ from __future__ import annotations
 
 import hashlib
 import time
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempcore.diagnostics.grounding import GroundingError
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
+
+if TYPE_CHECKING:
+    from tempcore.config import RunConfig
+    from tempcore.planning import Timeline
 
 RETRIEVAL_STRATEGY = "retrieval"
 RETRIEVAL_MODEL = "retrieval"
@@ -146,8 +151,41 @@ def retrieval_prediction(
     )
 
 
+def baseline_predictions(
+    cfg: RunConfig,
+    samples: Sequence[Sample],
+    timelines: Mapping[str, Timeline],
+    sample_hashes: Mapping[str, str],
+    *,
+    encoder_fingerprint: str | None = None,
+) -> list[Prediction]:
+    """The baseline's prediction for every (grounding sample, ``retrieval`` condition of ``cfg``)
+    whose sample has a timeline with the condition's scores, in sample order then condition order.
+    Pure: reads only its arguments (the run's planner calls it beside
+    :func:`tempcore.planning.plan_items`)."""
+    entries = [(e, e.condition(cfg)) for e in cfg.conditions if e.strategy == RETRIEVAL_STRATEGY]
+    out: list[Prediction] = []
+    if not entries:
+        return out
+    for sample in samples:
+        tl = timelines.get(sample.sample_id)
+        if tl is None or not is_grounding(sample):
+            continue
+        for entry, cond in entries:
+            scores = tl.scores.get(cond.mode)
+            if scores is None:
+                continue
+            out.append(retrieval_prediction(
+                sample, cond, tl.timestamps, scores, params=dict(entry.params),
+                sample_hash=sample_hashes.get(sample.sample_id, ""), encoder_fingerprint=encoder_fingerprint,
+                n_frames=int(len(tl.timestamps)), damage=tl.damage,
+            ))
+    return out
+
+
 __all__ = [
     "DEFAULTS",
+    "baseline_predictions",
     "RETRIEVAL_METHOD",
     "RETRIEVAL_MODEL",
     "RETRIEVAL_STRATEGY",
