@@ -127,14 +127,14 @@ def query_profile(
         grams = [tuple(q[i : i + n]) for q in toks for i in range(len(q) - n + 1)]
         denom = len(stream) if distinct_denominator == "tokens" else len(grams)
         distinct[str(n)] = float(len(set(grams)) / denom) if denom else float("nan")
-    stems = Counter()
+    stems: Counter[tuple[str, ...]] = Counter()
     first_seen: dict[tuple[str, ...], int] = {}
     for i, q in enumerate(toks):
         s = tuple(q[:stem_tokens])
         stems[s] += 1
         first_seen.setdefault(s, i)
     top = sorted(stems, key=lambda s: (-stems[s], first_seen[s]))[:5]
-    wh = Counter()
+    wh: Counter[str] = Counter()
     for q in toks:
         wh[next((t for t in q if t in WH_WORDS), "none")] += 1
     density = [sum(t in DESCRIPTORS or t.isdigit() for t in q) / len(q) for q in toks if q]
