@@ -77,7 +77,7 @@ def _cfg(w, root: Path, out: str, conditions, *, segment: bool = False) -> RunCo
     })
 
 
-def test_grounding_samples_are_answered_parsed_scored_and_stored(world):
+def test_grounding_samples_are_answered_parsed_scored_and_stored(world, capsys):
     w, root = world
     samples = grounding_samples(w.scenes)
     assert len(samples) >= 4 and {s.metadata["kind"] for s in samples} == {"appear", "recolour"}
@@ -89,6 +89,8 @@ def test_grounding_samples_are_answered_parsed_scored_and_stored(world):
 
     conditions = [{"strategy": "uniform"}, {"strategy": "retrieval", "mode": "q", "variant": "fine"},
                   {"strategy": "maxprob", "mode": "qa"}]  # qa: not asked of grounding samples
+    plan = run(_cfg(w, root, "run", conditions), dry_run=True, **QUIET)
+    assert plan.models[0].planned == len(samples)  # uniform only: retrieval and qa are not model requests
     summary = run(_cfg(w, root, "run", conditions), model_factory=factory, **QUIET)
     info = summary.benchmarks[GROUNDING_BENCHMARK]
     assert info["grounding"] == len(samples) and info["requests_per_model"] == len(samples)  # uniform only
@@ -122,6 +124,17 @@ def test_grounding_samples_are_answered_parsed_scored_and_stored(world):
     reader = groups[("reader", "uniform")]
     n_pink = sum("pink" in s.question for s in samples)
     assert reader["parse_fail"] == pytest.approx(n_pink / len(samples))
+    # `tempcore grounding` reads the run's export: with the annotations, and from the stored iou alone
+    from tempcore.cli import main
+
+    for extra in (["--benchmark", "grounding", "--annotations", str(w.grounding), "-o",
+                   f"benchmark_name={GROUNDING_BENCHMARK}"], []):
+        assert main(["grounding", "--predictions", summary.predictions_file, "--json", *extra]) == 0
+        got = json.loads(capsys.readouterr().out)["groups"]
+        want = table_groups(table, samples)
+        assert [(g["model"], g["n"]) for g in got] == [(g["model"], g["n"]) for g in want]
+        assert [g["miou"] for g in got] == pytest.approx([g["miou"] for g in want])
+        assert [g["parse_fail"] for g in got] == pytest.approx([g["parse_fail"] for g in want])
 
     # a rerun calls nothing and writes nothing
     again = run(_cfg(w, root, "run", conditions), model_factory=factory, **QUIET)

@@ -472,6 +472,7 @@ class WorldManifest:
         return {
             "root": str(self.root),
             "annotations": str(self.annotations),
+            "grounding": str(self.grounding),
             "world": str(self.world_file),
             "questions": len(self.world.questions),
             "videos": len(self.world.scenes),
