@@ -162,8 +162,9 @@ def demo_grounding(
     gcfg = RunConfig.from_dict(raw, source="tempcore demo (grounding)")
     log(f"grounding: {len(samples)} questions with planted windows, into {out / 'grounding-run'}")
     summary = run(gcfg, progress=progress, log=log, recompute=True)
-    table = pq.read_table(summary.predictions_file)
-    table = _only_samples(table, {s.sample_id for s in samples})
+    table = None if summary.predictions_file is None else pq.read_table(summary.predictions_file)
+    if table is not None:
+        table = _only_samples(table, {s.sample_id for s in samples})
     lengths = [e - s for smp in samples for s, e in smp.answer_windows]
     kinds: dict[str, int] = {}
     for smp in samples:
@@ -172,7 +173,7 @@ def demo_grounding(
         "questions": len(samples),
         "planted": {"kinds": dict(sorted(kinds.items())),
                     "window_s": [round(min(lengths), 3), round(max(lengths), 3)] if lengths else None},
-        "groups": table_groups(table, samples) if table.num_rows else [],
+        "groups": table_groups(table, samples) if table is not None and table.num_rows else [],
     }
 
 
