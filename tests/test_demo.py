@@ -16,7 +16,7 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--questions", "28", "--no-progress", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert set(result) == {"scoring", "mba", "report", "subset"}
+    assert set(result) == {"scoring", "grounding", "mba", "report", "subset"}
     assert set(result["scoring"]) == {"soft", "hard", "circular"}
     for scoring, rec in result["scoring"].items():
         confusion = rec["confusion"]
@@ -51,6 +51,20 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     # the trained frame models beat chance MBA by far on the binarised world
     assert max(r["mba"] for r in result["mba"]) > 2 * chance
     assert (out / "binary-run" / "predictions.parquet").exists()
+
+    # grounding: the planted windows (one per brief triangle / recoloured circle) are what the
+    # retrieval baseline finds through the shipped encoder at the world's fps (variant fine); the
+    # paper's configuration grows its windows past them; the HF answerer's replies are not intervals
+    g = result["grounding"]
+    rows = [json.loads(line) for line in (out / "world" / "grounding.jsonl").read_text().splitlines()]
+    assert g["questions"] == len(rows) > 0 and sum(g["planted"]["kinds"].values()) == len(rows)
+    groups = {(r["model"], r.get("condition", r["strategy"]).rsplit("variant=", 1)[-1]): r for r in g["groups"]}
+    fine, paper = groups[("retrieval", "fine")], groups[("retrieval", "paper")]
+    assert fine["n"] == paper["n"] == len(rows) and fine["parse_fail"] == 0.0
+    assert fine["miou"] >= 0.8 and fine["recall"]["0.5"] >= 0.8
+    assert paper["miou"] < fine["miou"]
+    for r in g["groups"]:
+        assert 0.0 <= r["parse_fail"] <= 1.0 and 0.0 <= r["miou"] <= 1.0
 
     html = (out / "report" / "report.html").read_text()
     assert "<html" in html.lower() and "temporally" in html.lower()

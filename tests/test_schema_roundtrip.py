@@ -1,7 +1,7 @@
 """One schema: every prediction column survives store -> export -> import -> export, in every format.
 
 The property test draws arbitrary predictions (every field, incl. the identity and provenance
-columns), stores them, exports the tidy table as Parquet, CSV and JSONL, imports each file into a
+columns, and grounding rows with ``pred_start`` / ``pred_end`` / ``iou`` or a parse failure), stores them, exports the tidy table as Parquet, CSV and JSONL, imports each file into a
 second store and exports again: the predictions and the tables must be equal (``run_id`` and
 ``created_at`` excepted: an import is a new run).
 """
@@ -60,17 +60,29 @@ def conditions(draw: st.DrawFn) -> str:
     ).key
 
 
+_SECONDS = st.floats(-1e6, 1e7, allow_nan=False, allow_infinity=False)
+_IOU = st.one_of(st.sampled_from([0.0, 0.5, 1.0, 0.49999999999999994]),
+                 st.floats(0.0, 1.0, allow_nan=False))
+
+
 @st.composite
 def predictions(draw: st.DrawFn, i: int) -> Prediction:
     n_opt = draw(st.integers(2, 5))
-    answer = draw(st.one_of(st.none(), st.integers(0, n_opt - 1)))
-    target = draw(st.one_of(st.none(), st.integers(0, n_opt - 1)))
+    grounding = draw(st.booleans())  # a grounding row: pred_start / pred_end / iou, no option answer
+    answer = None if grounding else draw(st.one_of(st.none(), st.integers(0, n_opt - 1)))
+    target = None if grounding else draw(st.one_of(st.none(), st.integers(0, n_opt - 1)))
     correct = 0 if answer is None else (int(answer == target) if target is not None else draw(st.integers(0, 1)))
+    pred_start = pred_end = iou = None
+    if grounding and draw(st.integers(0, 3)):  # one in four grounding rows is a parse failure
+        pred_start, pred_end = draw(_SECONDS), draw(_SECONDS)  # reversed spans are stored as given
+        iou = draw(st.one_of(st.none(), _IOU))
+        correct = 0 if iou is None else int(iou >= 0.5)
+    parsed = answer is not None or pred_start is not None
     grey = draw(st.booleans())
     frames = draw(st.one_of(st.none(), st.just(FrameSet((), (), requested=4, grey=True)) if grey else st.lists(
         st.integers(0, 500), min_size=1, max_size=5, unique=True).map(
         lambda ix: FrameSet(tuple(ix), tuple(j / 10 for j in ix), requested=len(ix) + 1))))
-    probs = draw(st.one_of(st.none(), st.lists(_PROB, min_size=n_opt, max_size=n_opt).map(tuple)))
+    probs = None if grounding else draw(st.one_of(st.none(), st.lists(_PROB, min_size=n_opt, max_size=n_opt).map(tuple)))
     return Prediction(
         benchmark=draw(_TEXT),
         sample_id=f"{i}-" + draw(_TEXT),
@@ -84,13 +96,16 @@ def predictions(draw: st.DrawFn, i: int) -> Prediction:
         latency_s=draw(st.floats(0.0, 100.0, allow_nan=False)),
         answer_method=draw(st.sampled_from(["generate", "option_scores"])),
         option_probs=probs,
-        parse_error=None if answer is not None else draw(_OPT_TEXT),
+        parse_error=None if parsed else draw(_OPT_TEXT),
         target=target,
         sample_hash=draw(st.from_regex(re.compile(r"[0-9a-f]{0,8}"), fullmatch=True)),
         model_fingerprint=draw(st.from_regex(re.compile(r"[0-9a-f]{0,8}"), fullmatch=True)),
         encoder_fingerprint=draw(st.one_of(st.none(), st.from_regex(re.compile(r"[0-9a-f]{1,8}"), fullmatch=True))),
         n_frames=draw(st.one_of(st.none(), st.integers(0, 10**6))),
         video_damage=draw(st.one_of(st.none(), _OPT_TEXT)),
+        pred_start=pred_start,
+        pred_end=pred_end,
+        iou=iou,
     )
 
 
@@ -172,3 +187,46 @@ def test_a_csv_string_that_spells_null_stays_a_string(tmp_path: Path, spelling: 
         import_table(tmp_path / "t.csv", b)
         assert list(b.predictions()) == [pred]
 
+
+
+def test_a_grounding_row_round_trips_and_its_correct_is_iou_at_least_half() -> None:
+    cond = Condition("uniform", k=8).key
+    hit = Prediction("b", "s1", "m", cond, "[10.0, 20.0]", None, 1, pred_start=10.0, pred_end=20.0, iou=0.5)
+    miss = Prediction("b", "s2", "m", cond, "[10, 20]", None, 0, pred_start=10, pred_end=20, iou=0.25)
+    failed = Prediction("b", "s3", "m", cond, "no idea", None, 0, parse_error="no interval")
+    table = predictions_table([hit, miss, failed])
+    assert table.column("pred_start").to_pylist() == [10.0, 10.0, None]
+    assert table.column("iou").to_pylist() == [0.5, 0.25, None]
+    assert table.column("parse_error").to_pylist() == [0, 0, 1]
+    assert table_to_predictions(table) == [hit, miss, failed]
+    with pytest.raises(ValueError, match="contradicts iou"):
+        Prediction("b", "s", "m", cond, "x", None, 0, pred_start=1.0, pred_end=2.0, iou=0.7)
+    with pytest.raises(ValueError, match="contradicts iou"):
+        Prediction("b", "s", "m", cond, "x", None, 1, pred_start=1.0, pred_end=2.0)  # no GT: never correct
+    with pytest.raises(ValueError, match="a parse failure cannot be correct"):
+        Prediction("b", "s", "m", cond, "x", None, 1, parse_error="no interval")
+    with pytest.raises(ValueError, match="parse failure has no pred_start"):
+        Prediction("b", "s", "m", cond, "x", None, 0, pred_start=1.0, pred_end=2.0, parse_error="e")
+    with pytest.raises(ValueError, match="together"):
+        Prediction("b", "s", "m", cond, "x", None, 0, pred_start=1.0)
+    with pytest.raises(ValueError, match="without pred_start"):
+        Prediction("b", "s", "m", cond, "x", None, 0, iou=0.0)
+    with pytest.raises(ValueError, match="no option"):
+        Prediction("b", "s", "m", cond, "x", 0, 0, pred_start=1.0, pred_end=2.0)
+    with pytest.raises(ValueError, match="finite"):
+        Prediction("b", "s", "m", cond, "x", None, 0, pred_start=float("nan"), pred_end=2.0)
+    with pytest.raises(ValueError, match=r"\[0, 1\]"):
+        Prediction("b", "s", "m", cond, "x", None, 1, pred_start=1.0, pred_end=2.0, iou=1.5)
+
+
+def test_a_grounding_table_with_nan_for_a_parse_failure_imports_as_one() -> None:
+    """Tables made elsewhere (and ``tempcore grounding``'s input) write a parse failure as NaN."""
+    cond = Condition("uniform", k=8).key
+    rows = [{"benchmark": "b", "sample_id": "s", "model": "m", "strategy": "uniform", "mode": "none", "k": 8,
+             "window": None, "condition": cond, "correct": 0, "parse_error": 1, "pred_start": float("nan"),
+             "pred_end": float("nan"), "iou": float("nan")}]
+    (p,) = table_to_predictions(pa.Table.from_pylist(rows))
+    assert (p.pred_start, p.pred_end, p.iou, p.parse_error is not None, p.correct) == (None, None, None, True, 0)
+    rows[0]["parse_error"] = 0
+    with pytest.raises(Exception, match="row 1: no answer"):
+        table_to_predictions(pa.Table.from_pylist(rows))

@@ -298,7 +298,7 @@ def test_open_run_directory_and_errors(tmp_path: Path) -> None:
         assert s.connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert s.connection.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL
         assert s.connection.execute("PRAGMA busy_timeout").fetchone()[0] > 0
-        assert s.schema_version == SCHEMA_VERSION == 2
+        assert s.schema_version == SCHEMA_VERSION == 3
     assert resolve_store_path(run_dir) == run_dir / "store.sqlite"
     assert resolve_store_path(tmp_path / "new_run") == tmp_path / "new_run" / "store.sqlite"
     assert resolve_store_path(tmp_path / "file.db") == tmp_path / "file.db"
@@ -325,14 +325,14 @@ def test_migration_hook_and_newer_schema(tmp_path: Path, monkeypatch: pytest.Mon
     def add_notes(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE predictions ADD COLUMN notes TEXT")
 
-    monkeypatch.setitem(MIGRATIONS, 2, add_notes)
-    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 3)
+    monkeypatch.setitem(MIGRATIONS, 3, add_notes)
+    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 4)
     with RunStore(path) as s:
-        assert s.schema_version == 3
+        assert s.schema_version == 4
         cols = [r[1] for r in s.connection.execute("PRAGMA table_info(predictions)")]
         assert "notes" in cols
         assert list(s.predictions()) == [make_prediction(1)]
-    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 2)
+    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 3)
     with pytest.raises(StoreError, match="newer tempcore"):
         RunStore(path)
 
@@ -366,7 +366,7 @@ def test_a_v1_store_is_migrated_in_place_keeping_every_row(tmp_path: Path) -> No
     con.executescript(_V1_DDL)
     con.close()
     with RunStore(path) as s:
-        assert s.schema_version == 2
+        assert s.schema_version == 3  # v1 -> v2 -> v3 in one opening transaction
         cols = [r[1] for r in s.connection.execute("PRAGMA table_info(predictions)")]
     with RunStore(tmp_path / "fresh.sqlite") as fresh:
         # same columns (ALTER TABLE appends, so the order differs; every statement names its columns)
@@ -382,6 +382,69 @@ def test_a_v1_store_is_migrated_in_place_keeping_every_row(tmp_path: Path) -> No
         run = s.start_run({})
         q = make_prediction(3)
         assert s.put([q], run) == 1 and q in list(s.predictions())
+
+
+# The v2 layout exactly as the tempcore before the grounding columns wrote it.
+_V2_DDL = """
+CREATE TABLE schema_version (version INTEGER NOT NULL);
+CREATE TABLE runs (run_id TEXT PRIMARY KEY, created_at TEXT NOT NULL, manifest TEXT NOT NULL);
+CREATE TABLE predictions (
+    benchmark TEXT NOT NULL, sample_id TEXT NOT NULL, model TEXT NOT NULL, condition TEXT NOT NULL,
+    response TEXT NOT NULL, answer INTEGER, correct INTEGER NOT NULL CHECK (correct IN (0, 1)),
+    frames TEXT, prompt_hash TEXT NOT NULL, latency_s REAL NOT NULL, answer_method TEXT NOT NULL,
+    option_probs TEXT, parse_error TEXT, target INTEGER, sample_hash TEXT NOT NULL DEFAULT '',
+    model_fingerprint TEXT NOT NULL DEFAULT '', encoder_fingerprint TEXT, n_frames INTEGER,
+    video_damage TEXT, run_id TEXT NOT NULL REFERENCES runs (run_id), created_at TEXT NOT NULL,
+    PRIMARY KEY (benchmark, sample_id, model, condition));
+CREATE TABLE failures (
+    benchmark TEXT NOT NULL, sample_id TEXT NOT NULL, model TEXT NOT NULL, condition TEXT NOT NULL,
+    error TEXT NOT NULL, attempts INTEGER NOT NULL, last_error_at TEXT NOT NULL,
+    run_id TEXT REFERENCES runs (run_id), PRIMARY KEY (benchmark, sample_id, model, condition));
+CREATE TABLE fingerprints (hash TEXT PRIMARY KEY, kind TEXT NOT NULL, data TEXT NOT NULL);
+INSERT INTO schema_version VALUES (2);
+INSERT INTO runs VALUES ('old', '2026-01-01T00:00:00+00:00', '{}');
+INSERT INTO predictions VALUES ('b', 's1', 'm', 'uniform|k=8|fps=10|seed=0', '(B)', 1, 1,
+    '{"indices":[1,2],"timestamps":[0.1,0.2],"requested":8,"grey":false}', 'ab', 0.5, 'generate',
+    '[0.25,0.75]', NULL, 1, 'sh', 'mf', NULL, 310, 'truncated at 3.0 s', 'old', '2026-01-01T00:00:00+00:00');
+INSERT INTO predictions VALUES ('b', 's2', 'm', 'uniform|k=8|fps=10|seed=0', 'no idea', NULL, 0,
+    NULL, 'cd', 0.25, 'generate', NULL, 'no option letter', NULL, 'sh2', 'mf', NULL, NULL, NULL, 'old',
+    '2026-01-01T00:00:00+00:00');
+INSERT INTO fingerprints VALUES ('mf', 'model', '{"model":"m"}');
+"""
+
+
+def test_a_v2_store_is_migrated_to_v3_keeping_every_row_and_takes_grounding_rows(tmp_path: Path) -> None:
+    import dataclasses
+
+    path = tmp_path / "v2.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(_V2_DDL)
+    con.close()
+    with RunStore(path) as s:
+        assert s.schema_version == 3
+        cols = [r[1] for r in s.connection.execute("PRAGMA table_info(predictions)")]
+    with RunStore(tmp_path / "fresh.sqlite") as fresh:
+        assert sorted(cols) == sorted(r[1] for r in fresh.connection.execute("PRAGMA table_info(predictions)"))
+    with RunStore(path) as s:
+        p1, p2 = sorted(s.predictions(), key=lambda p: p.sample_id)
+        assert (p1.response, p1.answer, p1.correct, p1.option_probs, p1.target) == ("(B)", 1, 1, (0.25, 0.75), 1)
+        assert (p1.sample_hash, p1.model_fingerprint, p1.n_frames, p1.video_damage) == ("sh", "mf", 310,
+                                                                                       "truncated at 3.0 s")
+        assert (p2.answer, p2.correct, p2.parse_error) == (None, 0, "no option letter")
+        # the old rows have no grounding answer
+        assert all((p.pred_start, p.pred_end, p.iou) == (None, None, None) for p in (p1, p2))
+        assert s.fingerprint_data(["mf"]) == {"mf": {"model": "m"}}
+        run = s.start_run({})
+        g = dataclasses.replace(make_prediction(5), answer=None, target=None, option_probs=None, correct=1,
+                                pred_start=12.5, pred_end=30.0, iou=0.75, response="[12.5, 30.0]")
+        failed = dataclasses.replace(make_prediction(6), answer=None, target=None, option_probs=None, correct=0,
+                                     parse_error="no interval", response="somewhere")
+        assert s.put([g, failed], run) == 2
+        got = {p.key: p for p in s.predictions()}
+        assert got[g.key] == g and got[failed.key] == failed
+        # the store refuses an IoU outside [0, 1] even from a writer that skips the record checks
+        with pytest.raises(sqlite3.IntegrityError):
+            s.connection.execute("UPDATE predictions SET iou = 1.5 WHERE sample_id = ?", (g.sample_id,))
 
 
 def test_identity_columns_round_trip_and_fingerprint_data(store: RunStore) -> None:

@@ -11,7 +11,12 @@
 3. diagnose under ``hard`` (the paper's 0/1), ``soft`` (probability on the correct option) and
    ``circular`` scoring, and compare the recovered categories with the planted ones;
 4. export the TempCore subset and write the HTML report;
-5. answer the world binarised (``binary: true``: each question with n options becomes n-1 binary
+5. answer the world's grounding questions ("when does the red triangle appear?", the planted window
+   is the ground truth: :mod:`tempcore.world.grounding`) in a run of its own (``grounding-run``, frame
+   embeddings from the same cache) with the retrieval baseline through the shipped encoder, and with
+   the zoo's generative HF answerer when present (the other zoo members score options and cannot
+   emit an interval); score mIoU / R@τ per model and condition (:func:`demo_grounding`);
+6. answer the world binarised (``binary: true``: each question with n options becomes n-1 binary
    questions {correct, negative}) under ``uniform`` only, for its first 48 questions, in a run of its own (``binary-run``; the
    frame embeddings come from the same cache), and score BA / MBA / chance MBA per zoo model beside
    its multiple-choice accuracy under ``uniform`` (:func:`demo_mba`).
@@ -104,12 +109,98 @@ def run_demo(
     report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
                           scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
     report_files = write_report(report, out / "report")
+    result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
     result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
+
+
+GROUNDING_CONDITIONS: tuple[dict[str, Any], ...] = (
+    {"strategy": "retrieval", "mode": "q", "variant": "fine"},
+    {"strategy": "retrieval", "mode": "q", "variant": "paper"},
+)
+"""The retrieval baseline in two configurations: ``fine`` (no smoothing, no minimum length, β from
+the track's minimum: the world's windows are 1-3 s at 10 fps) and ``paper`` (ExtremeWhenBench's
+β = 0.7 of the peak, [4, 60] s, 5-frame smoothing), both on the run's frames (the world's fps)."""
+GROUNDING_MODEL_CONDITION = {"strategy": "uniform"}
+"""The condition the zoo's generative answerer grounds under (K uniform frames with their times)."""
+
+
+def demo_grounding(
+    cfg: Any, world: Any, out: Path, *, progress: bool = True, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """The world's grounding questions answered and scored: what is planted, and per model x condition
+    ``n``, ``miou``, ``recall`` (R@0.3 / 0.5 / 0.7) and ``parse_fail`` (fractions).
+
+    ``cfg``: the demo's run configuration (encoder, cache, fps, K are reused); the run goes into
+    ``out / "grounding-run"``. Planted: every window in which an object is visible only then (a brief
+    triangle appears; the circle takes a colour no other object has), 1-3 s long. Models: the zoo's
+    HF answerer when its weights are there (it was trained on multiple-choice letters only, so its
+    replies are expected to be parse failures: the demo shows them counted, not scored as answers),
+    else the first zoo member (which answers no grounding request: it scores options). The retrieval
+    baseline needs no model (:mod:`tempcore.grounding.baseline`)."""
+    import pyarrow.parquet as pq
+
+    from tempcore.config import RunConfig
+    from tempcore.grounding.evaluate import table_groups
+    from tempcore.runner import run
+    from tempcore.world.grounding import GROUNDING_BENCHMARK, grounding_samples
+    from tempcore.world.hf_answerer import HF_NAME
+
+    samples = grounding_samples(world.scenes)
+    raw = dict(cfg.to_dict())
+    raw.pop("source", None)
+    raw["out"] = str(out / "grounding-run")
+    raw["benchmarks"] = [{"name": "grounding", "annotations": str(world.grounding), "video_root": str(world.root),
+                          "options": {"benchmark_name": GROUNDING_BENCHMARK}}]
+    hf = [m for m in raw["models"] if m.get("name") == HF_NAME]
+    raw["models"] = hf or raw["models"][:1]
+    raw["conditions"] = [*GROUNDING_CONDITIONS, *([GROUNDING_MODEL_CONDITION] if hf else [])]
+    gcfg = RunConfig.from_dict(raw, source="tempcore demo (grounding)")
+    log(f"grounding: {len(samples)} questions with planted windows, into {out / 'grounding-run'}")
+    summary = run(gcfg, progress=progress, log=log, recompute=True)
+    table = None if summary.predictions_file is None else pq.read_table(summary.predictions_file)
+    if table is not None:
+        table = _only_samples(table, {s.sample_id for s in samples})
+    lengths = [e - s for smp in samples for s, e in smp.answer_windows]
+    kinds: dict[str, int] = {}
+    for smp in samples:
+        kinds[str(smp.metadata["kind"])] = kinds.get(str(smp.metadata["kind"]), 0) + 1
+    return {
+        "questions": len(samples),
+        "planted": {"kinds": dict(sorted(kinds.items())),
+                    "window_s": [round(min(lengths), 3), round(max(lengths), 3)] if lengths else None},
+        "groups": table_groups(table, samples) if table is not None and table.num_rows else [],
+    }
+
+
+def format_grounding(g: dict[str, Any]) -> str:
+    """The demo's grounding table: mIoU, R@τ and parse failures per model and condition, percent."""
+    cols = ["model", "condition", "n", "miou", "R@0.3", "R@0.5", "R@0.7", "parse_fail"]
+
+    def pct(v: Any) -> str:
+        return "-" if v is None else f"{100 * v:.1f}"
+
+    from tempcore.records import Condition
+
+    body = []
+    for r in g["groups"]:
+        variant = Condition.from_key(r["condition"]).variant if "condition" in r else None
+        cond = r["strategy"] + (f" ({variant})" if variant else "")
+        body.append([r["model"], cond, str(r["n"]), pct(r["miou"]), *(pct(r["recall"].get(t)) for t in
+                                                                       ("0.3", "0.5", "0.7")), pct(r["parse_fail"])])
+    widths = [max([len(c)] + [len(b[i]) for b in body]) for i, c in enumerate(cols)]
+    planted = g["planted"]
+    window = planted["window_s"]
+    head = (f"grounding: {g['questions']} questions, planted windows "
+            f"({', '.join(f'{k} {v}' for k, v in planted['kinds'].items())}"
+            + (f"; {window[0]:g}-{window[1]:g} s" if window else "") + "): mIoU and R@IoU, percent")
+    lines = [head, "  ".join(c.ljust(w) for c, w in zip(cols, widths)).rstrip()]
+    lines += ["  ".join(x.ljust(w) for x, w in zip(b, widths)).rstrip() for b in body]
+    return "\n".join(lines)
 
 
 MBA_CONDITION = "uniform"  # the binarised world is answered under this condition only (cheap: no scores)
@@ -203,6 +294,8 @@ def format_demo(result: dict[str, Any]) -> str:
             label = {"soft": "soft (probability on the correct option)", "hard": "hard (the paper's 0/1)",
                      "circular": "circular (0/1 over option rotations)"}[scoring]
             parts.append(format_recovery(result["scoring"][scoring], title=f"scoring: {label}"))
+    if result.get("grounding"):
+        parts.append(format_grounding(result["grounding"]))
     if result.get("mba"):
         parts.append(format_mba(result["mba"]))
     parts.append(f"report: {result['report']}\nTempCore subset: {result['subset']}")

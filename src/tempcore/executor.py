@@ -292,7 +292,12 @@ def _request(item: WorkItem, frames: Mapping[int, np.ndarray], template: str, no
     else:
         images = tuple(frames[i] for i in item.frames.indices)
         timestamps = item.frames.timestamps
-    prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
+    if _grounding(item):  # "when does it happen?": duration and frame times relative to the shown span
+        from tempcore.grounding.answer import grounding_prompt
+
+        prompt = grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps)
+    else:
+        prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
     return ModelRequest(images=images, prompt=prompt, options=item.options, timestamps=timestamps,
                         key="|".join(item.key_suffix))
 
@@ -311,6 +316,8 @@ def to_prediction(
         return Failure(s.benchmark, s.sample_id, model, item.condition.key, str(response.error),
                        attempts=max(int(response.attempts), 1))
     text = response.text if response.text is not None else ""  # ok: never None
+    if _grounding(item):
+        return _grounding_prediction(item, model, request, text, float(response.latency_s), method, identity)
     got = extract_choice(text, item.options)
     answer = None if got.index is None else item.permutation[got.index]
     probs = response.option_probs
@@ -329,6 +336,36 @@ def to_prediction(
         sample_hash=item.sample_hash, model_fingerprint=identity.model_fingerprint,
         encoder_fingerprint=identity.encoder_for(item.condition), n_frames=item.n_frames,
         video_damage=item.damage,
+    )
+
+
+def _grounding(item: WorkItem) -> bool:
+    from tempcore.grounding.baseline import is_grounding
+
+    return is_grounding(item.sample)
+
+
+def _grounding_prediction(
+    item: WorkItem, model: str, request: ModelRequest, text: str, latency_s: float, method: str, identity: Identity,
+) -> Prediction:
+    """A grounding response as a Prediction: ``[start, end]`` parsed, mapped back to absolute video
+    time (:func:`tempcore.grounding.answer.crop_of`), scored against the sample's windows;
+    ``correct`` = IoU >= 0.5; a response without an interval is a parse failure (never an answer)."""
+    from tempcore.grounding.answer import crop_of, score_grounding_response
+    from tempcore.prompts import prompt_hash
+    from tempcore.records import GROUNDING_CORRECT_IOU
+
+    s = item.sample
+    offset, duration = crop_of(s, item.n_frames, item.condition.fps)
+    got = score_grounding_response(text, s.answer_windows, duration=duration, offset=offset)
+    return Prediction(
+        benchmark=s.benchmark, sample_id=s.sample_id, model=model, condition=item.condition.key,
+        response=text, answer=None, correct=int(got.iou is not None and got.iou >= GROUNDING_CORRECT_IOU),
+        frames=item.frames, prompt_hash=prompt_hash(request.prompt), latency_s=latency_s,
+        answer_method=method, parse_error=got.error if got.parse_failed else None,
+        sample_hash=item.sample_hash, model_fingerprint=identity.model_fingerprint,
+        encoder_fingerprint=identity.encoder_for(item.condition), n_frames=item.n_frames,
+        video_damage=item.damage, pred_start=got.pred_start, pred_end=got.pred_end, iou=got.iou,
     )
 
 
@@ -371,14 +408,17 @@ def answer_unit(
             yield Answered(tuple(framed), fails, asked=False)
             failed_ids = {id(it) for it in framed}
             todo = [it for it in todo if id(it) not in failed_ids]
-    for start in range(0, len(todo), max(request_batch, 1)):
-        batch = todo[start:start + max(request_batch, 1)]
-        requests = [_request(it, frames, template, noframe_size) for it in batch]
-        responses = model.answer(requests, method=method)
-        if len(responses) != len(requests):
-            raise RunError(f"model {model.name} returned {len(responses)} responses for {len(requests)} requests")
-        yield Answered(tuple(batch), tuple(to_prediction(it, model.name, req, resp, method, identity)
-                                           for it, req, resp in zip(batch, requests, responses)))
+    # grounding items have no options to score: they are always generated (and parsed as [start, end])
+    kinds = [(method, [it for it in todo if not _grounding(it)]), ("generate", [it for it in todo if _grounding(it)])]
+    for how, group in kinds:
+        for start in range(0, len(group), max(request_batch, 1)):
+            batch = group[start:start + max(request_batch, 1)]
+            requests = [_request(it, frames, template, noframe_size) for it in batch]
+            responses = model.answer(requests, method=how)
+            if len(responses) != len(requests):
+                raise RunError(f"model {model.name} returned {len(responses)} responses for {len(requests)} requests")
+            yield Answered(tuple(batch), tuple(to_prediction(it, model.name, req, resp, how, identity)
+                                               for it, req, resp in zip(batch, requests, responses)))
 
 
 def commit(
@@ -407,7 +447,8 @@ def commit(
     summary.replaced += replaced
     summary.discarded += len(fresh) - written
     summary.failed += len(fails)
-    summary.parse_failures += sum(p.answer is None for p in (*fresh, *again))
+    summary.parse_failures += sum(p.parse_error is not None or (p.answer is None and p.pred_start is None)
+                                  for p in (*fresh, *again))
     summary.correct += sum(p.correct for p in (*fresh, *again))
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from tempcore.config import FRAMELESS, ConditionEntry, RunConfig
 from tempcore.errors import TempcoreError
-from tempcore.records import Condition, FrameSet, Sample
+from tempcore.records import Condition, FrameSet, Prediction, Sample
 
 __all__ = [
     "BenchmarkPlan",
@@ -92,6 +92,10 @@ class BenchmarkPlan:
     damaged_skipped: int = 0
     not_multiple_choice: int = 0
     sample_identity: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: grounding samples among ``samples`` (answered with ``[start, end]``), and the retrieval
+    #: baseline's predictions for them (no model is called: :mod:`tempcore.grounding.baseline`)
+    grounding: int = 0
+    baseline: list[Prediction] = field(default_factory=list)
 
 
 @dataclass
@@ -186,13 +190,23 @@ def plan_items(
     """Every work item of ``samples`` under ``cfg.conditions``, in sample order then condition order.
 
     Pure: reads only its arguments. A sample without a timeline gets its frameless conditions
-    only (its video is missing, failed to decode, or was skipped as damaged; the runner lists it)."""
+    only (its video is missing, failed to decode, or was skipped as damaged; the runner lists it).
+
+    A grounding sample (:func:`tempcore.grounding.baseline.is_grounding`: windows, no options) is
+    shown to the models under every condition but two: ``qa``-mode conditions (a grounding sample
+    has no answer text to score frames with) and ``retrieval`` (the baseline answers it without a
+    model: :func:`tempcore.grounding.baseline.baseline_predictions`)."""
+    from tempcore.grounding.baseline import RETRIEVAL_STRATEGY, is_grounding
+
     conds = [(e, e.condition(cfg)) for e in cfg.conditions]
     items: list[WorkItem] = []
     for sample in samples:
         tl = timelines.get(sample.sample_id)
+        grounding = is_grounding(sample)
         for entry, base in conds:
             if base.strategy not in FRAMELESS and tl is None:
+                continue
+            if grounding and (base.mode == "qa" or base.strategy == RETRIEVAL_STRATEGY):
                 continue
             ts, scores = (tl.timestamps, tl.scores) if tl is not None else (None, {})
             for cond, fs in expand_condition(entry, base, sample, ts, scores):

@@ -247,6 +247,10 @@ class FrameSet(_Record):
         return len(self.indices)
 
 
+GROUNDING_CORRECT_IOU = 0.5
+"""A grounding prediction is stored ``correct`` = 1 when its IoU is at least this (R@0.5)."""
+
+
 @dataclass(frozen=True)
 class Prediction(_Record):
     """A model's stored answer for (benchmark, sample_id, model, condition).
@@ -268,6 +272,15 @@ class Prediction(_Record):
     of decoded frames of the sample's video (or segment) at the condition's fps, ``None`` when
     unknown. ``video_damage`` names damage found while decoding the video (``None``: a clean decode).
     The columns of every stored / exported form are declared in :mod:`tempcore.schema`.
+
+    Grounding predictions (a sample with ``answer_windows`` and no options, issue 15) have no option
+    index: ``answer`` and ``target`` are ``None`` and the answer is ``pred_start`` / ``pred_end``
+    (seconds of absolute video time, after any crop was mapped back) with ``iou``, the best IoU
+    over the sample's ground-truth windows (``None`` when the sample has none). ``correct`` of such
+    a row is ``int(iou >= GROUNDING_CORRECT_IOU)`` (0.5: R@0.5 of one item, the convention of
+    ExtremeWhenBench, Charades-STA and QVHighlights), 0 without ground truth. A parse failure keeps
+    ``pred_start`` / ``pred_end`` / ``iou`` at ``None`` with ``parse_error`` set and ``correct`` 0:
+    never an answer; grounding metrics score it IoU 0 and count it separately.
     """
 
     benchmark: str
@@ -289,19 +302,54 @@ class Prediction(_Record):
     encoder_fingerprint: str | None = None
     n_frames: int | None = None
     video_damage: str | None = None
+    pred_start: float | None = None
+    pred_end: float | None = None
+    iou: float | None = None
 
     def __post_init__(self) -> None:
+        self._check_grounding()
         if self.n_frames is not None and (isinstance(self.n_frames, bool) or not isinstance(self.n_frames, int)
                                           or self.n_frames < 0):
             raise ValueError(f"prediction {self.key}: n_frames must be a non-negative int, not {self.n_frames!r}")
         if self.correct not in (0, 1):
             raise ValueError(f"Prediction.correct must be 0 or 1, not {self.correct!r}")
-        if self.answer is None and self.correct:
+        if self.answer is None and self.correct and self.iou is None:
             raise ValueError("a parse failure cannot be correct")
         if self.target is not None and self.answer is not None and self.correct != int(self.answer == self.target):
             raise ValueError(
                 f"prediction {self.key}: correct={self.correct} contradicts answer {self.answer} / target {self.target}"
             )
+
+    @property
+    def is_grounding(self) -> bool:
+        """True for a grounding answer (a parsed ``[pred_start, pred_end]``)."""
+        return self.pred_start is not None
+
+    def _check_grounding(self) -> None:
+        for name in ("pred_start", "pred_end", "iou"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"prediction {self.key}: {name} must be a finite number or None, not {value!r}")
+            object.__setattr__(self, name, float(value))
+        if (self.pred_start is None) != (self.pred_end is None):
+            raise ValueError(f"prediction {self.key}: pred_start and pred_end go together (both or neither)")
+        if self.pred_start is None:
+            if self.iou is not None:
+                raise ValueError(f"prediction {self.key}: an iou without pred_start / pred_end")
+            return
+        if self.answer is not None or self.option_probs is not None:
+            raise ValueError(f"prediction {self.key}: a grounding answer (pred_start / pred_end) has no option "
+                             "answer or option probabilities")
+        if self.parse_error is not None:
+            raise ValueError(f"prediction {self.key}: a parse failure has no pred_start / pred_end")
+        if self.iou is not None and not 0.0 <= self.iou <= 1.0:
+            raise ValueError(f"prediction {self.key}: iou must lie in [0, 1], not {self.iou!r}")
+        want = 0 if self.iou is None else int(self.iou >= GROUNDING_CORRECT_IOU)
+        if self.correct != want:
+            raise ValueError(f"prediction {self.key}: correct={self.correct} contradicts iou {self.iou} "
+                             f"(correct = iou >= {GROUNDING_CORRECT_IOU})")
 
     @property
     def p_correct(self) -> float | None:
@@ -329,4 +377,4 @@ class Failure(_Record):
 
 _NESTED: dict[str, dict[str, type[_Record]]] = {"Prediction": {"frames": FrameSet}}
 
-__all__ = ["LETTERS", "UNKNOWN_K", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]
+__all__ = ["GROUNDING_CORRECT_IOU", "LETTERS", "UNKNOWN_K", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]

@@ -49,6 +49,7 @@ folder (``runs``) and the store's totals, so runs that share an out folder are a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -79,7 +80,7 @@ from tempcore.planning import (
     plan_items,
 )
 from tempcore.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
-from tempcore.records import Sample
+from tempcore.records import Prediction, Sample
 
 if TYPE_CHECKING:
     from tempcore.encoders.base import FrameTextEncoder
@@ -188,12 +189,20 @@ def plan_benchmark(
     modes = sorted({c.mode for c in framed if c.mode != "none"})
     timeline: dict[str, Timeline] = {}
     if framed and has_video:
-        found = executor.timelines(has_video, modes, cfg=cfg, cache=cache,
-                                   video_root=None if video_root is None else str(video_root),
-                                   label=plan.name, log=log, progress=progress)
-        timeline = dict(found.by_sample)
-        plan.failed_videos = list(found.failed_videos)
-        plan.damaged_videos = list(found.damaged_videos)
+        from tempcore.grounding.baseline import is_grounding
+
+        # grounding samples have no answer text: their frames are scored in the modes but qa
+        ground = [s for s in has_video if is_grounding(s)]
+        for group, group_modes in (([s for s in has_video if not is_grounding(s)], modes),
+                                   (ground, [m for m in modes if m != "qa"])):
+            if not group:
+                continue
+            found = executor.timelines(group, group_modes, cfg=cfg, cache=cache,
+                                       video_root=None if video_root is None else str(video_root),
+                                       label=plan.name, log=log, progress=progress)
+            timeline.update(found.by_sample)
+            plan.failed_videos = sorted({*plan.failed_videos, *found.failed_videos})
+            plan.damaged_videos = sorted({*plan.damaged_videos, *found.damaged_videos})
     if cfg.damaged_videos == "skip":
         for sid in [sid for sid, tl in timeline.items() if tl.damage is not None]:
             del timeline[sid]
@@ -201,6 +210,10 @@ def plan_benchmark(
     if framed:
         plan.samples_without_frames = sum(s.sample_id not in timeline for s in mc)
     plan.items = plan_items(cfg, mc, timeline, identity)
+    if plan.grounding:
+        from tempcore.grounding.baseline import baseline_predictions
+
+        plan.baseline = baseline_predictions(cfg, mc, timeline, identity)
     return plan
 
 
@@ -228,15 +241,19 @@ def _load_plan(
         samples = binarize(samples, seed=cfg.seed, skip_invalid=True)
     samples = [s for s in samples if in_shard(s, shard)]
     video_root = entry.video_root if entry.video_root is not None else getattr(result, "video_root", None)
-    mc = [s for s in samples if s.options and s.answer is not None]
+    from tempcore.grounding.baseline import is_grounding
+
+    # answered: multiple-choice samples and grounding samples (windows, no options: [start, end])
+    mc = [s for s in samples if (s.options and s.answer is not None) or is_grounding(s)]
     plan = BenchmarkPlan(
         name=samples[0].benchmark if samples else entry.name, samples=mc, items=[],
         video_root=None if video_root is None else str(video_root),
         invalid=len(result.invalid), skipped=len(result.skipped), not_multiple_choice=len(samples) - len(mc),
+        grounding=sum(is_grounding(s) for s in mc),
     )
     if plan.not_multiple_choice:
-        log(f"  {plan.not_multiple_choice} sample(s) without options (grounding / open-ended) are not "
-            f"answered by `tempcore run`")
+        log(f"  {plan.not_multiple_choice} sample(s) neither multiple choice nor grounding (open-ended) are "
+            f"not answered by `tempcore run`")
     missing = {str(m.path) for m in preflight(mc, video_root)} if mc else set()
     plan.missing_videos = sorted({str(resolve_video(s, video_root)) for s in mc} & missing)
     return plan, mc, video_root
@@ -329,8 +346,12 @@ def _execute(
     identities = [_model_identity(cfg, spec, method, used) for spec, method in specs]
     out.mkdir(parents=True, exist_ok=True)
     summaries = []
+    enc_fp = getattr(used, "fingerprint", None) if cfg.needs_encoder else None
+    baseline = [dataclasses.replace(p, encoder_fingerprint=None if enc_fp is None else str(enc_fp))
+                for pl in plans for p in pl.baseline]
     with store_type.open(store_path) as store:
         replace = _check_identity(store, plans, items, specs, identities, recompute=recompute)
+        baseline_todo, baseline_again = _baseline_todo(store, baseline, recompute=recompute)
         for spec, _method in specs:
             keys = [it.key(spec.display_name) for it in items]
             missing = set(store.missing(keys))
@@ -354,6 +375,8 @@ def _execute(
             "seed": cfg.seed, "fps": cfg.fps, "k": cfg.k, "limit": limit, "shard": shard,
             "recompute": recompute, "benchmarks": bench_info,
         })
+        if baseline:
+            summaries.append(_store_baseline(store, run_id, baseline, baseline_todo, baseline_again, log))
         jobs = []
         for (spec, method), (ident, _data), summary in zip(specs, identities, summaries):
             by_key = {it.key(spec.display_name): it for it in items}
@@ -378,12 +401,52 @@ def _execute(
     return result
 
 
+def _baseline_todo(
+    store: RunStore, baseline: list[Prediction], *, recompute: bool
+) -> tuple[list[Prediction], list[Prediction]]:
+    """The retrieval baseline's predictions to write (not stored) and to replace (stored with other
+    fingerprints: window parameters, encoder or sample changed). Without ``recompute`` a changed one
+    stops the run, as a model's does."""
+    stored = store.stored_identity([p.key for p in baseline])
+    todo, again = [], []
+    for p in baseline:
+        have = stored.get(p.key)
+        if have is None:
+            todo.append(p)
+        elif have != (p.sample_hash, p.model_fingerprint, p.encoder_fingerprint):
+            again.append(p)
+    if again and not recompute:
+        raise RunError(
+            f"{len(again)} stored prediction(s) of the retrieval baseline ({again[0].model}) were made with "
+            "other window parameters, another encoder or other samples; rerun with --recompute to replace them"
+        )
+    return todo, again
+
+
+def _store_baseline(
+    store: RunStore, run_id: str, baseline: list[Prediction], todo: list[Prediction], again: list[Prediction],
+    log: Callable[[str], None],
+) -> ModelSummary:
+    """Write the retrieval baseline's predictions (no model is called) and summarise them as a model."""
+    from tempcore.grounding.baseline import RETRIEVAL_MODEL
+
+    summary = ModelSummary(RETRIEVAL_MODEL, planned=len(baseline), stored_before=len(baseline) - len(todo) - len(again))
+    written = store.put(todo, run_id)
+    replaced = store.put(again, run_id, overwrite=True) if again else 0
+    summary.done, summary.replaced, summary.discarded = written + replaced, replaced, len(todo) - written
+    summary.correct = sum(p.correct for p in (*todo, *again))
+    summary.seconds = sum(p.latency_s for p in (*todo, *again))
+    log(f"model {RETRIEVAL_MODEL} (frame-level retrieval baseline, no model call): {len(todo) + len(again)} "
+        f"window(s) stored of {len(baseline)}")
+    return summary
+
+
 def _bench_info(p: BenchmarkPlan) -> dict[str, Any]:
     return {"samples": len(p.samples), "invalid": p.invalid, "skipped": p.skipped,
             "not_multiple_choice": p.not_multiple_choice, "missing_videos": len(p.missing_videos),
             "failed_videos": len(p.failed_videos), "damaged_videos": len(p.damaged_videos),
             "damaged_skipped": p.damaged_skipped, "samples_without_frames": p.samples_without_frames,
-            "requests_per_model": len(p.items)}
+            "requests_per_model": len(p.items), "grounding": p.grounding, "baseline_predictions": len(p.baseline)}
 
 
 def _model_identity(cfg: RunConfig, spec: Any, method: str, encoder: Any | None) -> tuple[Identity, dict[str, Any]]:
@@ -493,6 +556,10 @@ def _dry_run(
         for entry in cfg.conditions:
             base = entry.condition(cfg)
             pool = mc if base.strategy in FRAMELESS else with_video
+            if base.mode == "qa" or base.strategy == "retrieval":  # not asked of grounding samples
+                from tempcore.grounding.baseline import is_grounding
+
+                pool = [s for s in pool if not is_grounding(s)]
             label = base.strategy + ("" if base.mode == "none" else f"/{base.mode}")
             n = sum(len(entry.rotation_list(len(s.options))) for s in pool)
             if base.strategy == "oracle":

@@ -81,6 +81,9 @@ STORE_COLUMNS: tuple[StoreColumn, ...] = (
     StoreColumn("encoder_fingerprint", "TEXT"),
     StoreColumn("n_frames", "INTEGER"),
     StoreColumn("video_damage", "TEXT"),
+    StoreColumn("pred_start", "REAL"),
+    StoreColumn("pred_end", "REAL"),
+    StoreColumn("iou", "REAL CHECK (iou IS NULL OR (iou >= 0 AND iou <= 1))"),
 )
 #: Columns of a stored row that are not Prediction fields.
 STORE_META_COLUMNS: tuple[StoreColumn, ...] = (
@@ -99,7 +102,8 @@ TIDY_COLUMNS: tuple[TidyColumn, ...] = (
     TidyColumn("k", "int64", "frames shown; null = unknown (a model that samples its own frames)",
                "condition", required=True),
     TidyColumn("window", "int64", "oracle window index, null otherwise", "condition", required=True),
-    TidyColumn("correct", "int8", "0 / 1; a parse failure is 0", required=True),
+    TidyColumn("correct", "int8", "0 / 1; a parse failure is 0; a grounding row: 1 when `iou` >= 0.5",
+               required=True),
     TidyColumn("p_correct", "float64", "probability on the correct option (needs option_probs and the "
                "target or the samples)", "derived"),
     TidyColumn("rotation", "int64", "cyclic option rotation (0 = original order)", "condition"),
@@ -108,7 +112,8 @@ TIDY_COLUMNS: tuple[TidyColumn, ...] = (
     TidyColumn("seed", "int64", "global seed of the condition", "condition"),
     TidyColumn("variant", "string", "strategy variant, else null", "condition"),
     TidyColumn("condition", "string", "the full condition key (`Condition.key`)"),
-    TidyColumn("answer", "int64", "parsed option index in the original order, null on parse failure"),
+    TidyColumn("answer", "int64", "parsed option index in the original order, null on parse failure "
+               "and for grounding rows (see `pred_start`)"),
     TidyColumn("parse_error", "int8", "1 when the response could not be parsed", "derived"),
     TidyColumn("parse_error_message", "string", "why, else null", "derived"),
     TidyColumn("answer_method", "string", "`generate` or `option_scores`"),
@@ -136,6 +141,11 @@ TIDY_COLUMNS: tuple[TidyColumn, ...] = (
                "null if unknown"),
     TidyColumn("video_damage", "string", "damage found while decoding the video (truncation, corrupt "
                "data), null when the decode was clean or unknown"),
+    TidyColumn("pred_start", "float64", "grounding: predicted start (s, absolute video time); null for "
+               "multiple choice and on a parse failure"),
+    TidyColumn("pred_end", "float64", "grounding: predicted end (s, absolute video time); null as `pred_start`"),
+    TidyColumn("iou", "float64", "grounding: best IoU over the sample's ground-truth windows; null on a "
+               "parse failure (scored 0, counted apart) or without ground truth"),
     TidyColumn("run_id", "string", "run that stored the prediction (null outside a store)", "store"),
     TidyColumn("created_at", "string", "when it was stored (ISO 8601, UTC; null outside a store)", "store"),
 )

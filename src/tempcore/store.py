@@ -1,13 +1,14 @@
 """The run store: one SQLite file holding every prediction, failure and run manifest of an audit.
 
-Layout (schema version 2; the prediction columns come from :data:`tempcore.schema.STORE_COLUMNS`)::
+Layout (schema version 3; the prediction columns come from :data:`tempcore.schema.STORE_COLUMNS`)::
 
     schema_version(version)                         one row; bumped by migrations
     runs(run_id, created_at, manifest)              manifest = JSON (config, packages, seeds, models, git)
     predictions(benchmark, sample_id, model, condition,  -- PRIMARY KEY
                 response, answer, correct, frames, prompt_hash, latency_s, answer_method,
                 option_probs, parse_error, target, sample_hash, model_fingerprint,
-                encoder_fingerprint, n_frames, video_damage, run_id, created_at)
+                encoder_fingerprint, n_frames, video_damage, pred_start, pred_end, iou,
+                run_id, created_at)
     fingerprints(hash, kind, data)                  what each sample / model / encoder fingerprint
                                                     stood for (JSON), to say what changed
     failures(benchmark, sample_id, model, condition,     -- PRIMARY KEY
@@ -17,9 +18,16 @@ A prediction is keyed by ``(benchmark, sample_id, model, condition key)`` — th
 :class:`tempcore.records.Prediction`. ``frames`` is the JSON of the :class:`FrameSet` (indices,
 timestamps, requested, grey) and ``option_probs`` a JSON list; both are ``NULL`` when absent.
 
-Schema versions: v1 had no identity columns. Opening a v1 store migrates it in place (one
-transaction, every row kept, fingerprints empty = unknown: such rows are never reused silently, see
-:mod:`tempcore.identity`); a store from a newer tempcore is refused with a message.
+Schema versions: v1 had no identity columns; v2 had no grounding columns (``pred_start``,
+``pred_end``, ``iou``: the answer of a grounding sample, see :class:`tempcore.records.Prediction`).
+Opening an older store migrates it in place, one version at a time in one transaction, every row
+kept: v1 -> v2 leaves fingerprints empty (unknown: such rows are never reused silently, see
+:mod:`tempcore.identity`); v2 -> v3 leaves the grounding columns NULL (every v2 row is a
+multiple-choice answer or a parse failure). A store from a newer tempcore is refused with a message.
+
+For a grounding row, ``answer`` / ``target`` are NULL and ``correct`` (INTEGER NOT NULL 0/1) means
+``iou >= 0.5`` (:data:`tempcore.records.GROUNDING_CORRECT_IOU`); a parse failure keeps the three
+grounding columns NULL with ``parse_error`` set and ``correct`` = 0.
 
 Durability and concurrency (the choices the design leaves open):
 
@@ -73,7 +81,7 @@ Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
 
 STORE_FILENAME = "store.sqlite"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _KEY_COLUMNS = KEY_COLUMNS
 _PREDICTION_COLUMNS = store_column_names()
@@ -151,8 +159,25 @@ def _migrate_v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute(_FINGERPRINTS_DDL)
 
 
+#: The columns schema v3 added to ``predictions`` (frozen, as ``_V2_COLUMNS``).
+_V3_COLUMNS = (
+    ("pred_start", "REAL"),
+    ("pred_end", "REAL"),
+    ("iou", "REAL CHECK (iou IS NULL OR (iou >= 0 AND iou <= 1))"),
+)
+
+
+def _migrate_v2_to_v3(conn: sqlite3.Connection) -> None:
+    """v2 -> v3: the grounding answer columns ``pred_start``, ``pred_end``, ``iou`` (NULL on every
+    existing row: a v2 store holds multiple-choice answers and parse failures only)."""
+    have = {r[1] for r in conn.execute("PRAGMA table_info(predictions)")}
+    for name, decl in _V3_COLUMNS:
+        if name not in have:
+            conn.execute(f"ALTER TABLE predictions ADD COLUMN {name} {decl}")
+
+
 # version v -> function upgrading a store from v to v + 1 (run inside the opening transaction).
-MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_v1_to_v2}
+MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
 
 
 class StoreError(TempcoreError):

@@ -263,8 +263,9 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
     window), else built from the condition columns (an empty ``k`` is an unknown K: ``k=unknown``).
     Every Prediction field is read back from its column(s) (:data:`tempcore.schema.TIDY_COLUMNS`), so
     store -> export -> import keeps every column but ``run_id`` / ``created_at`` (the import's run). A store needs the parsed ``answer`` (index or
-    letter) of every row: a row without one must be a parse failure (``parse_error`` = 1, and then
-    ``correct`` = 0). Absent optional columns take the record defaults (empty response, no frames).
+    letter) of every row, or for a grounding row its ``pred_start`` / ``pred_end`` (``iou`` and ``correct``
+    are checked against each other: ``correct`` = ``iou >= 0.5``): a row without either must be a parse
+    failure (``parse_error`` = 1, and then ``correct`` = 0; a NaN ``pred_start`` reads as none). Absent optional columns take the record defaults (empty response, no frames).
     """
     table = validate_table(table, source)
     out: list[Prediction] = []
@@ -273,11 +274,13 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
         answer = _answer_of(row.get("answer"), where)
         flagged = bool(row.get("parse_error")) or bool(row.get("parse_error_message"))
         parse_error = None
-        if answer is None:
+        pred_start, pred_end, iou = (_optional_float(row.get(n)) for n in ("pred_start", "pred_end", "iou"))
+        if answer is None and pred_start is None:
             if not flagged:
                 raise PredictionsTableError(
-                    f"{where}: no answer; a store needs the parsed option index (column answer) of every "
-                    "prediction, or parse_error = 1 for a response that could not be parsed"
+                    f"{where}: no answer; a store needs the parsed option index (column answer) or, for a "
+                    "grounding row, pred_start / pred_end of every prediction, or parse_error = 1 for a "
+                    "response that could not be parsed"
                 )
             parse_error = row.get("parse_error_message") or "parse failure (imported table)"
         indices = _json_list(row.get("frame_indices"), where, "frame_indices")
@@ -316,11 +319,22 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
                     encoder_fingerprint=row.get("encoder_fingerprint") or None,
                     n_frames=_optional_int(row.get("n_frames"), where, "n_frames"),
                     video_damage=row.get("video_damage") or None,
+                    pred_start=pred_start,
+                    pred_end=pred_end,
+                    iou=iou,
                 )
             )
         except ValueError as exc:
             raise PredictionsTableError(f"{where}: {exc}") from exc
     return out
+
+
+def _optional_float(value: Any) -> float | None:
+    """A float column's value; null and NaN (a parse failure, as grounding tables write it) are None."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if value != value else value
 
 
 def _optional_int(value: Any, where: str, name: str) -> int | None:

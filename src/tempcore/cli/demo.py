@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
                       seed=HELD_OUT_SEED if args.seed is None else args.seed, k=args.k,
                       progress=not args.no_progress, log=log)
     if args.json:
-        json.dump({k: result[k] for k in ("scoring", "mba", "report", "subset")}, sys.stdout)
+        json.dump({k: result[k] for k in ("scoring", "grounding", "mba", "report", "subset")}, sys.stdout)
         sys.stdout.write("\n")
     else:
         print()

@@ -89,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.bins:
             raise GroundingInputError("--bins needs a moment-retrieval submission (ranked windows)")
-        groups = table_groups(read_table(args.predictions), samples, benchmark=args.benchmark,
+        # rows are restricted to the samples' benchmark name (a loader option may rename it)
+        name = samples[0].benchmark if samples else args.benchmark
+        groups = table_groups(read_table(args.predictions), samples, benchmark=name,
                               thresholds=args.thresholds, strict=args.strict, reversed=args.reversed,
                               split=args.split, fail_iou=args.fail_iou, offset_s=args.offset)
     if args.json:

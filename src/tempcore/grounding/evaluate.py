@@ -140,8 +140,8 @@ def _col(table: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
     col = table.column(name)
     if pa.types.is_dictionary(col.type):
         col = col.cast(col.type.value_type)
-    values: np.ndarray = (col.cast(pa.float64()) if dtype is np.float64 else col).to_numpy(zero_copy_only=False)
-    return values
+    out: np.ndarray = (col.cast(pa.float64()) if dtype is np.float64 else col).to_numpy(zero_copy_only=False)
+    return out
 
 
 def _codes(table: Any, name: str) -> tuple[np.ndarray, list[str]]:

@@ -15,7 +15,12 @@ The paper gives "1 fps, peak β = 0.7, clip [4, 60]" and, for the hybrid, "top-K
   windows are taken on the smoothed track.
 * **Peak**: the frame of the highest smoothed score (the first on ties).
 * **Window**: the maximal run of consecutive frames around the peak whose smoothed score is
-  >= ``beta * peak`` (β = 0.7); it covers ``[t_first, t_last + 1/fps]``.
+  >= ``beta * peak`` (β = 0.7); it covers ``[t_first, t_last + 1/fps]``. ``floor="min"`` measures
+  β from the track's minimum instead of 0: the run keeps ``score >= m + β·(peak - m)``, ``m`` the
+  smallest smoothed score of the query. The paper's rule (``floor="zero"``, the default) assumes
+  scores near 0 away from the event; Eq. 1 scores are ``sigmoid(cos)`` >= 0.27, so with them
+  ``β·peak`` can lie below every frame's score and the window grows to the whole video (measured
+  on the synthetic world: see ``tempcore demo``'s grounding section).
 * **Clip the length to [min_len, max_len]** (4, 60 s): a shorter window grows symmetrically
   about its centre; a longer one shrinks to ``max_len`` centred on the peak frame's centre,
   then shifted to stay inside the grown run. The result is then shifted (never shortened)
@@ -97,17 +102,20 @@ def retrieval_windows(
     min_len: float = 4.0,
     max_len: float = 60.0,
     durations: Any | None = None,
+    floor: str = "zero",
 ) -> dict[str, np.ndarray]:
     """One predicted window per query: ``{"start", "end", "peak_time", "peak_score"}`` arrays
     (NaN for a query without frames). See the module doc for every rule."""
     if not 0 < beta <= 1:
         raise GroundingError(f"beta must lie in (0, 1], not {beta}")
+    if floor not in FLOORS:
+        raise GroundingError(f"floor must be one of {', '.join(FLOORS)}, not {floor!r}")
     if not 0 <= min_len <= max_len:
         raise GroundingError(f"need 0 <= min_len <= max_len, not [{min_len}, {max_len}]")
     s = _tracks(scores)
     dur = _durations(s, fps, t0, durations)
     parts = [
-        _windows(s[i : i + _CHUNK], fps, t0, beta, smooth_frames, min_len, max_len, dur[i : i + _CHUNK])
+        _windows(s[i : i + _CHUNK], fps, t0, beta, smooth_frames, min_len, max_len, dur[i : i + _CHUNK], floor)
         for i in range(0, s.shape[0], _CHUNK)
     ]
     return {k: np.concatenate([p[k] for p in parts]) if parts else np.zeros(0) for k in _KEYS}
@@ -115,10 +123,13 @@ def retrieval_windows(
 
 _CHUNK = 512  # queries per block: bounds the temporaries to a few (512, frames) arrays
 _KEYS = ("start", "end", "peak_time", "peak_score")
+FLOORS = ("zero", "min")
 
 
-def _windows(s: np.ndarray, fps: float, t0: float, beta: float, smooth_frames: int, min_len: float,
-             max_len: float, dur: np.ndarray) -> dict[str, np.ndarray]:
+def _windows(
+    s: np.ndarray, fps: float, t0: float, beta: float, smooth_frames: int, min_len: float, max_len: float,
+    dur: np.ndarray, floor: str = "zero",
+) -> dict[str, np.ndarray]:
     q, n = s.shape
     sm = smooth(s, smooth_frames)
     filled = np.where(np.isnan(sm), -np.inf, sm)
@@ -126,7 +137,12 @@ def _windows(s: np.ndarray, fps: float, t0: float, beta: float, smooth_frames: i
     rows = np.arange(q)
     peak_score = filled[rows, peak]
     empty = ~np.isfinite(peak_score)
-    keep = filled >= (beta * peak_score)[:, None]
+    if floor == "min":
+        base = np.where(empty, 0.0, np.min(np.where(np.isnan(sm), np.inf, sm), axis=1))
+        with np.errstate(invalid="ignore"):
+            keep = filled >= (base + beta * (peak_score - base))[:, None]
+    else:
+        keep = filled >= (beta * peak_score)[:, None]
     idx = np.arange(n)[None, :]
     below = ~keep
     left_break = np.where(below & (idx < peak[:, None]), idx, -1).max(axis=1)
@@ -177,8 +193,9 @@ def candidate_windows(
     return {key: np.concatenate([p[key] for p in parts]) if parts else np.zeros((0, k)) for key in _KEYS}
 
 
-def _candidates(s: np.ndarray, k: int, fps: float, t0: float, nms_s: float, pad_s: float, smooth_frames: int,
-                dur: np.ndarray) -> dict[str, np.ndarray]:
+def _candidates(
+    s: np.ndarray, k: int, fps: float, t0: float, nms_s: float, pad_s: float, smooth_frames: int, dur: np.ndarray,
+) -> dict[str, np.ndarray]:
     q, n = s.shape
     sm = np.where(np.isnan(s), -np.inf, smooth(s, smooth_frames))
     sm = np.where(np.isnan(sm), -np.inf, sm)
@@ -262,8 +279,8 @@ def to_absolute(t: Any, spans: list[tuple[float, float]]) -> np.ndarray:
     cum = np.concatenate(([0.0], np.cumsum(lengths)))
     x = np.clip(np.asarray(t, float), 0.0, cum[-1])
     k = np.clip(np.searchsorted(cum, x, side="right") - 1, 0, len(spans) - 1)
-    mapped: np.ndarray = a[k] + (x - cum[k])
-    return mapped
+    out: np.ndarray = a[k] + (x - cum[k])
+    return out
 
 
 __all__ = [

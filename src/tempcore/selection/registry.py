@@ -18,6 +18,7 @@ from tempcore.records import Condition, FrameSet
 from tempcore.registry import GROUPS, Registry, did_you_mean
 from tempcore.selection import ablations, adaptive, basic, diversity, windows
 from tempcore.selection._common import SelectionError, prepare
+from tempcore.selection.retrieval import retrieval as _retrieval
 
 Strategy = Callable[..., "FrameSet | list[FrameSet]"]
 
@@ -49,6 +50,7 @@ for _name, _fn in (
     ("reversed", ablations.reversed),
     ("aks", adaptive.aks),
     ("bolt", adaptive.bolt),
+    ("retrieval", _retrieval),  # the ExtremeWhenBench retrieval baseline (issue 15)
 ):
     STRATEGIES.register(_name, _fn)
 

@@ -442,6 +442,13 @@ class WorldManifest:
     def scenes(self) -> tuple[Scene, ...]:
         return self.world.scenes
 
+    @property
+    def grounding(self) -> Path:
+        """``grounding.jsonl``: the world's grounding questions (:mod:`tempcore.world.grounding`)."""
+        from tempcore.world.grounding import GROUNDING_FILE
+
+        return self.root / GROUNDING_FILE
+
     def video_path(self, video_id: str) -> Path:
         return self.root / VIDEO_DIR / f"{video_id}.mp4"
 
@@ -465,6 +472,7 @@ class WorldManifest:
         return {
             "root": str(self.root),
             "annotations": str(self.annotations),
+            "grounding": str(self.grounding),
             "world": str(self.world_file),
             "questions": len(self.world.questions),
             "videos": len(self.world.scenes),
@@ -526,7 +534,8 @@ def generate_world(
     crf: int = 18,
     progress: Callable[[int, int], None] | None = None,
 ) -> WorldManifest:
-    """Plan a world and write it into ``out_dir``: ``videos/*.mp4``, ``annotations.jsonl``, ``world.json``.
+    """Plan a world and write it into ``out_dir``: ``videos/*.mp4``, ``annotations.jsonl``, ``world.json``
+    and ``grounding.jsonl`` (the grounding questions of the same scenes, :mod:`tempcore.world.grounding`).
 
     The same arguments give byte-identical ``annotations.jsonl`` / ``world.json`` and videos that
     decode to identical frames. Files of an earlier world in ``out_dir`` are overwritten (videos of
@@ -552,6 +561,9 @@ def write_world(world: World, out_dir: str | Path, *,
         if progress is not None:
             progress(i + 1, total)
     annotations = write_annotations(root / ANNOTATIONS_FILE, world.rows())
+    from tempcore.world.grounding import write_grounding
+
+    write_grounding(root, world.scenes)  # the grounding questions of the same scenes (grounding.jsonl)
     doc = {
         "format": WORLD_FORMAT,
         "config": world.config.to_dict(),

@@ -1,0 +1,196 @@
+"""The frame-level retrieval baseline as a run condition: strategy ``retrieval`` (issue 15).
+
+ExtremeWhenBench's baseline scores every frame against the query with a frame-text encoder and
+turns the score track into one window (:func:`tempcore.grounding.retrieval.retrieval_windows`:
+smoothing, peak, grow while score >= β·peak, clip the length). In ``tempcore run`` it is the
+condition ``{strategy: retrieval, mode: q}``:
+
+* on a **grounding sample** (``answer_windows``, no options) the window *is* the answer: no model
+  is called; the run stores one :class:`~tempcore.records.Prediction` per sample under the model
+  name :data:`RETRIEVAL_MODEL` (:func:`retrieval_prediction`), scored like a model's answer
+  (``pred_start`` / ``pred_end`` / ``iou``, ``correct`` = IoU >= 0.5);
+* on a **multiple-choice sample** it is a frame-selection strategy like any other
+  (:func:`tempcore.selection.retrieval.retrieval`): K frames at equal intervals inside the retrieved window of the question
+  (retrieve-then-answer with one window), shown to every model of the run.
+
+The scores are the run's Eq. 1 scores (``sigmoid(cos)``, the encoder of the run, through the
+embedding cache) of the frames decoded at the run's ``fps`` — the paper's configuration is 1 fps
+with CLIP; set ``fps: 1`` for it. Text mode: ``q`` (the query alone). ``qa`` would put the answer
+into the query of a multiple-choice sample; a grounding sample has no answer text, so ``qa`` fails
+there (:class:`tempcore.scoring.TextModeError`). The window parameters (``beta``,
+``smooth_frames``, ``min_len``, ``max_len``, ``floor``) are the condition's ``params`` over the
+preset of its ``variant`` (``paper``, ``fine``: :mod:`tempcore.selection.retrieval`); defaults
+are the paper's (β = 0.7 of the peak, clip [4, 60] s) and 5 smoothed frames (the paper leaves
+smoothing open); ``floor: min`` measures β from the track's minimum (see
+:mod:`tempcore.grounding.retrieval`: with Eq. 1's ``sigmoid(cos)`` scores the paper's rule can
+grow the window to the whole video).
+Frame ``i`` is taken at time ``t0 + i / fps`` with ``t0`` the first decoded frame's timestamp and
+the track ending at the last frame's end (``t_last + 1 / fps``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tempcore.diagnostics.grounding import GroundingError
+from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
+
+if TYPE_CHECKING:
+    from tempcore.config import RunConfig
+    from tempcore.planning import Timeline
+
+RETRIEVAL_STRATEGY = "retrieval"
+RETRIEVAL_MODEL = "retrieval"
+"""The model name of the baseline's predictions (it answers grounding samples without a model)."""
+RETRIEVAL_METHOD = "retrieval"
+"""``answer_method`` of the baseline's predictions."""
+DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
+"""The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
+
+
+def _fps_of(t: np.ndarray) -> float:
+    if t.shape[0] < 2:
+        return 1.0
+    step = float(np.median(np.diff(t)))
+    return 1.0 / step if step > 0 else 1.0
+
+
+def track_window(
+    timestamps: Any,
+    scores: Any,
+    *,
+    fps: float | None = None,
+    beta: float = DEFAULTS["beta"],
+    smooth_frames: int = int(DEFAULTS["smooth_frames"]),
+    min_len: float = DEFAULTS["min_len"],
+    max_len: float = DEFAULTS["max_len"],
+    floor: str = DEFAULTS["floor"],
+) -> tuple[float, float]:
+    """The baseline's window ``(start, end)`` seconds on one score track (frames in time order).
+
+    ``fps`` defaults to the track's median frame rate."""
+    from tempcore.grounding.retrieval import retrieval_windows
+
+    t = np.asarray(timestamps, dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
+        raise GroundingError(f"retrieval: need one score per frame, got {s.shape} scores for {t.shape} frames")
+    order = np.argsort(t, kind="stable")
+    t, s = t[order], s[order]
+    rate = _fps_of(t) if fps is None else float(fps)
+    w = retrieval_windows(s, fps=rate, t0=float(t[0]), beta=beta, smooth_frames=int(smooth_frames),
+                          min_len=min_len, max_len=max_len, durations=float(t[-1]) + 1.0 / rate, floor=floor)
+    return float(w["start"][0]), float(w["end"][0])
+
+
+def retrieval_identity(params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What decides the baseline's answers besides the scores (its ``model_fingerprint`` hashes it)."""
+    p = {**DEFAULTS, **(params or {})}
+    return {"model": RETRIEVAL_MODEL, "method": RETRIEVAL_METHOD,
+            **{k: (p[k] if k == "floor" else float(p[k])) for k in sorted(DEFAULTS)}}
+
+
+def is_grounding(sample: Sample) -> bool:
+    """A grounding sample: ground-truth windows and no options (answered with ``[start, end]``)."""
+    return not sample.options and bool(sample.answer_windows)
+
+
+def retrieval_prediction(
+    sample: Sample,
+    condition: Condition,
+    timestamps: Any,
+    scores: Any,
+    *,
+    params: dict[str, Any] | None = None,
+    sample_hash: str = "",
+    encoder_fingerprint: str | None = None,
+    n_frames: int | None = None,
+    damage: str | None = None,
+    model: str = RETRIEVAL_MODEL,
+) -> Prediction:
+    """The baseline's answer to one grounding sample, as a stored Prediction.
+
+    ``response`` is the window written ``[start, end]`` (seconds, ``repr`` of the floats, so the
+    interval extractor reads back exactly ``pred_start`` / ``pred_end``); ``prompt_hash`` is the
+    SHA-256 of the query text scored; ``frames`` lists no frame (nothing was shown to a model),
+    ``requested`` = the number of frames scored; ``latency_s`` the time to compute the window;
+    ``model_fingerprint`` the fingerprint of :func:`retrieval_identity` (the window parameters).
+    """
+    from tempcore.diagnostics.grounding import best_iou
+    from tempcore.identity import fingerprint
+    from tempcore.scoring import query_text
+    from tempcore.selection.retrieval import resolve_params
+
+    started = time.perf_counter()
+    p = resolve_params(condition.variant, params)
+    start, end = track_window(timestamps, scores, fps=condition.fps, beta=float(p["beta"]),
+                              smooth_frames=int(p["smooth_frames"]), min_len=float(p["min_len"]),
+                              max_len=float(p["max_len"]), floor=str(p["floor"]))
+    iou: float | None = None
+    if sample.answer_windows:
+        gs = [w[0] for w in sample.answer_windows]
+        ge = [w[1] for w in sample.answer_windows]
+        ious, _ = best_iou([start], [end], gs, ge, [0] * len(gs))
+        iou = float(ious[0])
+    text = query_text(sample, condition.mode if condition.mode != "none" else "q")
+    return Prediction(
+        benchmark=sample.benchmark, sample_id=sample.sample_id, model=model, condition=condition.key,
+        response=f"[{start!r}, {end!r}]", answer=None,
+        correct=0 if iou is None else int(iou >= GROUNDING_CORRECT_IOU),
+        frames=FrameSet((), (), requested=int(np.asarray(timestamps).shape[0])),
+        prompt_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        latency_s=time.perf_counter() - started, answer_method=RETRIEVAL_METHOD,
+        sample_hash=sample_hash, model_fingerprint=fingerprint(retrieval_identity(p)),
+        encoder_fingerprint=encoder_fingerprint,
+        n_frames=n_frames, video_damage=damage, pred_start=start, pred_end=end, iou=iou,
+    )
+
+
+def baseline_predictions(
+    cfg: RunConfig,
+    samples: Sequence[Sample],
+    timelines: Mapping[str, Timeline],
+    sample_hashes: Mapping[str, str],
+    *,
+    encoder_fingerprint: str | None = None,
+) -> list[Prediction]:
+    """The baseline's prediction for every (grounding sample, ``retrieval`` condition of ``cfg``)
+    whose sample has a timeline with the condition's scores, in sample order then condition order.
+    Pure: reads only its arguments (the run's planner calls it beside
+    :func:`tempcore.planning.plan_items`)."""
+    entries = [(e, e.condition(cfg)) for e in cfg.conditions if e.strategy == RETRIEVAL_STRATEGY]
+    out: list[Prediction] = []
+    if not entries:
+        return out
+    for sample in samples:
+        tl = timelines.get(sample.sample_id)
+        if tl is None or not is_grounding(sample):
+            continue
+        for entry, cond in entries:
+            scores = tl.scores.get(cond.mode)
+            if scores is None:
+                continue
+            out.append(retrieval_prediction(
+                sample, cond, tl.timestamps, scores, params=dict(entry.params),
+                sample_hash=sample_hashes.get(sample.sample_id, ""), encoder_fingerprint=encoder_fingerprint,
+                n_frames=int(len(tl.timestamps)), damage=tl.damage,
+            ))
+    return out
+
+
+__all__ = [
+    "DEFAULTS",
+    "baseline_predictions",
+    "RETRIEVAL_METHOD",
+    "RETRIEVAL_MODEL",
+    "RETRIEVAL_STRATEGY",
+    "is_grounding",
+    "retrieval_identity",
+    "retrieval_prediction",
+    "track_window",
+]

@@ -1,0 +1,171 @@
+"""`tempcore run` on grounding samples: the grounding prompt, [start, end] parsed and stored with
+pred_start / pred_end / iou, crops mapped back to video time, parse failures kept as such, and the
+retrieval baseline stored as a model (the synthetic world's planted windows, the shipped encoder)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tempcore.config import RunConfig
+from tempcore.grounding.baseline import RETRIEVAL_MODEL
+from tempcore.grounding.evaluate import table_groups
+from tempcore.models import ModelResponse
+from tempcore.runner import RunError, run
+from tempcore.store import RunStore
+from tempcore.world import generate_world
+from tempcore.world.grounding import GROUNDING_BENCHMARK, grounding_samples
+
+QUIET = {"progress": False, "log": lambda _m: None}
+
+
+class FirstToLastFrame:
+    """Answers with the first and last frame time the prompt states; "no idea" for odd ones."""
+
+    supports_option_scores = False
+    revision = None
+
+    def __init__(self, spec: object) -> None:
+        self.name = spec.display_name  # type: ignore[attr-defined]
+        self.prompts: list[str] = []
+
+    def answer(self, requests, *, method="generate"):  # noqa: ANN001
+        out = []
+        for r in requests:
+            assert method == "generate" and r.options == ()
+            self.prompts.append(r.prompt)
+            times = re.search(r"Frame timestamps \(seconds\): (.*)", r.prompt)
+            if "pink" in r.prompt or times is None:
+                out.append(ModelResponse("I cannot tell."))
+                continue
+            ts = [float(x) for x in times.group(1).split(", ")]
+            out.append(ModelResponse(f"From {ts[0]} to {ts[-1]} seconds."))
+        return out
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("gworld")
+    w = generate_world(root / "world", 12, seed=7, duration=(14.0, 16.0))
+    # one segment sample (a crop of a world video): times in the prompt are relative to its start
+    first = next(s for s in grounding_samples(w.scenes) if "pink" not in s.question)
+    (s0, e0), = first.answer_windows
+    seg = {"id": "segment", "video": first.video, "question": first.question, "start": s0 - 1.0,
+           "end": e0 + 2.5, "answer_windows": [[s0, e0]]}
+    (root / "segment.jsonl").write_text(json.dumps(seg) + "\n")
+    return w, root
+
+
+def _cfg(w, root: Path, out: str, conditions, *, segment: bool = False) -> RunConfig:
+    bench = [{"name": "grounding", "annotations": str(w.grounding), "video_root": str(w.root),
+              "options": {"benchmark_name": GROUNDING_BENCHMARK}}]
+    if segment:
+        bench = [{"name": "grounding", "annotations": str(root / "segment.jsonl"), "video_root": str(w.root),
+                  "options": {"benchmark_name": "segment"}}]
+    return RunConfig.from_dict({
+        "out": str(root / out), "encoder": "tempcore-world", "encoder_options": {"device": "cpu"},
+        "cache": str(root / "cache"), "fps": w.config.fps, "k": 4, "benchmarks": bench,
+        "models": [{"backend": "hf", "model": "unused-by-the-factory", "name": "reader"}],
+        "conditions": conditions,
+    })
+
+
+def test_grounding_samples_are_answered_parsed_scored_and_stored(world, capsys):
+    w, root = world
+    samples = grounding_samples(w.scenes)
+    assert len(samples) >= 4 and {s.metadata["kind"] for s in samples} == {"appear", "recolour"}
+    models: list[FirstToLastFrame] = []
+
+    def factory(spec):  # noqa: ANN001, ANN202
+        models.append(FirstToLastFrame(spec))
+        return models[-1]
+
+    conditions = [{"strategy": "uniform"}, {"strategy": "retrieval", "mode": "q", "variant": "fine"},
+                  {"strategy": "maxprob", "mode": "qa"}]  # qa: not asked of grounding samples
+    plan = run(_cfg(w, root, "run", conditions), dry_run=True, **QUIET)
+    assert plan.models[0].planned == len(samples)  # uniform only: retrieval and qa are not model requests
+    summary = run(_cfg(w, root, "run", conditions), model_factory=factory, **QUIET)
+    info = summary.benchmarks[GROUNDING_BENCHMARK]
+    assert info["grounding"] == len(samples) and info["requests_per_model"] == len(samples)  # uniform only
+    assert info["baseline_predictions"] == len(samples) and info["failed_videos"] == 0
+    (model,) = models
+    duration = {s.sample_id: s.metadata["duration"] for s in samples}
+    assert all(f"The video is {d:g} seconds long." in p for p, d in zip(model.prompts, duration.values()))
+    with RunStore(root / "run" / "store.sqlite") as store:
+        preds = {(p.model, p.sample_id): p for p in store.predictions()}
+    by_id = {s.sample_id: s for s in samples}
+    for s in samples:
+        p = preds[("reader", s.sample_id)]
+        assert p.answer is None and p.answer_method == "generate"
+        if "pink" in s.question:  # a parse failure: stored as one, never as an answer
+            assert (p.pred_start, p.pred_end, p.iou, p.correct) == (None, None, None, 0) and p.parse_error
+            continue
+        assert p.parse_error is None and p.frames is not None
+        assert (p.pred_start, p.pred_end) == (pytest.approx(p.frames.timestamps[0]),
+                                              pytest.approx(p.frames.timestamps[-1]))
+        assert p.iou is not None and p.correct == int(p.iou >= 0.5)
+    # the baseline: one prediction per sample, no model call, the planted windows found
+    base = [preds[(RETRIEVAL_MODEL, sid)] for sid in by_id]
+    assert all(p.condition.startswith("retrieval|mode=q") and p.answer_method == "retrieval" for p in base)
+    assert all(p.encoder_fingerprint for p in base)
+    table = pq.read_table(summary.predictions_file)
+    assert {"pred_start", "pred_end", "iou"} <= set(table.column_names)
+    groups = {(g["model"], g["strategy"]): g for g in table_groups(table, samples)}
+    retrieval = groups[(RETRIEVAL_MODEL, "retrieval")]
+    assert retrieval["n"] == len(samples) and retrieval["parse_fail"] == 0.0
+    assert retrieval["miou"] >= 0.8 and retrieval["recall"]["0.5"] >= 0.8
+    reader = groups[("reader", "uniform")]
+    n_pink = sum("pink" in s.question for s in samples)
+    assert reader["parse_fail"] == pytest.approx(n_pink / len(samples))
+    # `tempcore grounding` reads the run's export: with the annotations, and from the stored iou alone
+    from tempcore.cli import main
+
+    for extra in (["--benchmark", "grounding", "--annotations", str(w.grounding), "-o",
+                   f"benchmark_name={GROUNDING_BENCHMARK}"], []):
+        assert main(["grounding", "--predictions", summary.predictions_file, "--json", *extra]) == 0
+        got = json.loads(capsys.readouterr().out)["groups"]
+        want = table_groups(table, samples)
+        assert [(g["model"], g["n"]) for g in got] == [(g["model"], g["n"]) for g in want]
+        assert [g["miou"] for g in got] == pytest.approx([g["miou"] for g in want])
+        assert [g["parse_fail"] for g in got] == pytest.approx([g["parse_fail"] for g in want])
+
+    # a rerun calls nothing and writes nothing
+    again = run(_cfg(w, root, "run", conditions), model_factory=factory, **QUIET)
+    assert len(models) == 1
+    assert {m.model: m.stored_before for m in again.models} == {"reader": len(samples),
+                                                                RETRIEVAL_MODEL: len(samples)}
+    # other window parameters under the same condition key are not reused silently
+    changed = [conditions[0], {**conditions[1], "params": {"beta": 0.9}}]
+    with pytest.raises(RunError, match="retrieval baseline"):
+        run(_cfg(w, root, "run", changed), model_factory=factory, **QUIET)
+    run(_cfg(w, root, "run", changed), model_factory=factory, recompute=True, **QUIET)
+
+
+def test_a_segment_is_shown_in_its_own_time_and_answers_map_back(world):
+    w, root = world
+    models: list[FirstToLastFrame] = []
+
+    def factory(spec):  # noqa: ANN001, ANN202
+        models.append(FirstToLastFrame(spec))
+        return models[-1]
+
+    summary = run(_cfg(w, root, "seg", [{"strategy": "uniform"}], segment=True), model_factory=factory, **QUIET)
+    (prompt,) = models[0].prompts
+    seg = json.loads((root / "segment.jsonl").read_text())
+    start, end = seg["start"], seg["end"]
+    assert f"The video is {end - start:g} seconds long." in prompt
+    shown = [float(x) for x in re.search(r"Frame timestamps \(seconds\): (.*)", prompt).group(1).split(", ")]
+    with RunStore(Path(summary.store)) as store:
+        (p,) = list(store.predictions())
+    assert p.frames is not None and all(start - 1e-6 <= t < end for t in p.frames.timestamps)
+    # the prompt's times are the frames' minus the segment start; the answer is mapped back
+    assert shown == pytest.approx([t - start for t in p.frames.timestamps], abs=0.01)
+    assert p.pred_start == pytest.approx(shown[0] + start) and p.pred_end == pytest.approx(shown[-1] + start)
+    assert p.iou is not None and p.iou > 0
