@@ -169,3 +169,50 @@ def test_a_segment_is_shown_in_its_own_time_and_answers_map_back(world):
     assert shown == pytest.approx([t - start for t in p.frames.timestamps], abs=0.01)
     assert p.pred_start == pytest.approx(shown[0] + start) and p.pred_end == pytest.approx(shown[-1] + start)
     assert p.iou is not None and p.iou > 0
+
+
+def test_a_changed_grounding_prompt_or_window_is_never_served_from_the_store(world, tmp_path):
+    """The grounding requests render the built-in ``grounding`` template (the reader's own template
+    is a multiple-choice one): a new text of it must stop a rerun, like a changed model template;
+    and a sample's second ground-truth window is part of its identity (QVHighlights-style rows)."""
+    import dataclasses
+
+    from tempcore.prompts import TEMPLATES, PromptTemplate, get_template
+
+    w, root = world
+    conditions = [{"strategy": "uniform"}]
+    calls: list[FirstToLastFrame] = []
+
+    def factory(spec):  # noqa: ANN001, ANN202
+        calls.append(FirstToLastFrame(spec))
+        return calls[-1]
+
+    cfg = _cfg(w, tmp_path, "run", conditions)
+    first = run(cfg, model_factory=factory, **QUIET)
+    assert first.models[0].done > 0
+    with RunStore(tmp_path / "run" / "store.sqlite") as store:
+        stored = list(store.predictions())
+    assert len({p.model_fingerprint for p in stored}) == 1 and stored[0].model_fingerprint
+    original = get_template("grounding")
+    reworded = PromptTemplate(name="grounding", kind="grounding", text=original.text.replace("Find", "Locate"),
+                              description=original.description)
+    TEMPLATES.register("grounding", reworded, replace=True)
+    try:
+        with pytest.raises(RunError, match="prompt template changed"):
+            run(cfg, model_factory=factory, **QUIET)
+    finally:
+        TEMPLATES.register("grounding", original, replace=True)
+    again = run(cfg, model_factory=factory, **QUIET)  # the original text: everything reused
+    assert again.models[0].done == 0 and again.models[0].stored_before == len(stored)
+
+    # a second window added to one sample: that sample's answers are stale, no other
+    rows = [json.loads(line) for line in Path(w.grounding).read_text().splitlines() if line.strip()]
+    victim = next(r for r in rows if "pink" not in r["question"])
+    (s0, e0), *_ = victim["answer_windows"]
+    edited = tmp_path / "two-windows.jsonl"
+    victim_two = {**victim, "answer_windows": [[s0, e0], [e0 + 0.5, e0 + 1.0]]}
+    edited.write_text("".join(json.dumps(victim_two if r is victim else r) + "\n" for r in rows))
+    moved = dataclasses.replace(cfg, benchmarks=[dataclasses.replace(cfg.benchmarks[0], annotations=str(edited))])
+    with pytest.raises(RunError, match=r"answer windows") as err:
+        run(moved, model_factory=factory, **QUIET)
+    assert "1 sample" in str(err.value) or victim["id"] in str(err.value)

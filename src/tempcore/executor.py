@@ -89,6 +89,15 @@ class Identity:
 
     model_fingerprint: str = ""
     encoder_fingerprint: str | None = None
+    # grounding requests render the grounding template (the model's own when it is one, else the
+    # built-in ``grounding``): their predictions carry the fingerprint of that template instead
+    grounding_fingerprint: str = ""
+
+    def model_for(self, item: WorkItem) -> str:
+        """The model fingerprint an item's prediction carries (grounding items: the grounding one)."""
+        if self.grounding_fingerprint and _grounding(item):
+            return self.grounding_fingerprint
+        return self.model_fingerprint
 
     def encoder_for(self, condition: Condition) -> str | None:
         """The encoder fingerprint for a condition: only score-based conditions depend on the encoder."""
@@ -333,7 +342,7 @@ def to_prediction(
         frames=item.frames, prompt_hash=prompt_hash(request.prompt), latency_s=float(response.latency_s),
         answer_method=method, option_probs=original_probs,
         parse_error=got.error if answer is None else None, target=s.answer,
-        sample_hash=item.sample_hash, model_fingerprint=identity.model_fingerprint,
+        sample_hash=item.sample_hash, model_fingerprint=identity.model_for(item),
         encoder_fingerprint=identity.encoder_for(item.condition), n_frames=item.n_frames,
         video_damage=item.damage,
     )
@@ -363,7 +372,7 @@ def _grounding_prediction(
         response=text, answer=None, correct=int(got.iou is not None and got.iou >= GROUNDING_CORRECT_IOU),
         frames=item.frames, prompt_hash=prompt_hash(request.prompt), latency_s=latency_s,
         answer_method=method, parse_error=got.error if got.parse_failed else None,
-        sample_hash=item.sample_hash, model_fingerprint=identity.model_fingerprint,
+        sample_hash=item.sample_hash, model_fingerprint=identity.model_for(item),
         encoder_fingerprint=identity.encoder_for(item.condition), n_frames=item.n_frames,
         video_damage=item.damage, pred_start=got.pred_start, pred_end=got.pred_end, iou=got.iou,
     )

@@ -71,6 +71,7 @@ _LABELS = {
     "method": "answer method", "prompt_template": "prompt template", "chat_template": "chat template",
     "noframe_size": "no-frame image size",
     "question": "question", "options": "options", "answer": "answer", "answer_interval": "answer interval",
+    "answer_windows": "answer windows",
     "segment": "segment", "media": "media", "video": "video",
 }
 
@@ -83,7 +84,7 @@ def fingerprint(data: Mapping[str, Any]) -> str:
 
 def sample_identity(sample: Sample, video_id: str | None) -> dict[str, Any]:
     """What of ``sample`` decides an answer; ``video_id`` is the video's content hash or ``None`` (missing)."""
-    return {
+    data: dict[str, Any] = {
         "question": sample.question,
         "options": list(sample.options),
         "answer": sample.answer,
@@ -92,6 +93,12 @@ def sample_identity(sample: Sample, video_id: str | None) -> dict[str, Any]:
         "media": sample.media,
         "video": video_id or MISSING_VIDEO,
     }
+    # Every ground-truth window decides a grounding score (QVHighlights has several). Only a sample
+    # with more than its first window carries the key, so that the hash of every other sample (and
+    # every store written before windows were fingerprinted) stays what it was.
+    if len(sample.answer_windows) > 1:
+        data["answer_windows"] = [list(w) for w in sample.answer_windows]
+    return data
 
 
 def model_identity(

@@ -363,6 +363,7 @@ def _execute(
                 fingerprints[digest] = ("sample", data)
         for ident, data in identities:
             fingerprints[ident.model_fingerprint] = ("model", data)
+            fingerprints[ident.grounding_fingerprint] = ("model", grounding_identity(data))
         if used is not None and cfg.needs_encoder and getattr(used, "fingerprint", None):
             fingerprints[used.fingerprint] = ("encoder", {"name": cfg.encoder})
         store.put_fingerprints(fingerprints)
@@ -456,7 +457,20 @@ def _model_identity(cfg: RunConfig, spec: Any, method: str, encoder: Any | None)
     data = model_identity(spec, method=method, template=get_template(cfg.prompt or spec.prompt_template),
                           noframe_size=cfg.noframe_size, chat_template=local_chat_template(spec.model))
     enc = getattr(encoder, "fingerprint", None) if cfg.needs_encoder else None
-    return Identity(fingerprint(data), None if enc is None else str(enc)), data
+    return Identity(fingerprint(data), None if enc is None else str(enc),
+                    grounding_fingerprint=fingerprint(grounding_identity(data))), data
+
+
+def grounding_identity(data: dict[str, Any]) -> dict[str, Any]:
+    """A model's identity (:func:`tempcore.identity.model_identity`) for its grounding requests: the
+    template those render instead of its own (:func:`tempcore.grounding.answer.grounding_prompt`:
+    its own when it is a grounding template, else the built-in ``grounding``), so a changed
+    grounding prompt is never served from the store."""
+    from tempcore.prompts import get_template
+
+    own = get_template(str(data["prompt_template"]["name"]))
+    used = own if own.kind == "grounding" else get_template("grounding")
+    return {**data, "prompt_template": {"name": used.name, "text": used.text, "option_format": used.option_format}}
 
 
 def _check_identity(
@@ -484,12 +498,13 @@ def _check_identity(
         name = spec.display_name
         expected = {
             (it.sample.benchmark, it.sample.sample_id, name, it.condition.key):
-                (it.sample_hash, ident.model_fingerprint, ident.encoder_for(it.condition))
+                (it.sample_hash, ident.model_for(it), ident.encoder_for(it.condition))
             for it in items
         }
+        new_data = {ident.model_fingerprint: data, ident.grounding_fingerprint: grounding_identity(data)}
         stored = store.stored_identity(list(expected))
         changed: set[tuple[str, str, str, str]] = set()
-        by_model: Counter[str] = Counter()
+        by_model: Counter[tuple[str, str]] = Counter()
         by_encoder = 0
         old_samples: dict[tuple[str, str], str] = {}
         for key, (sh, mf, ef) in stored.items():
@@ -498,20 +513,20 @@ def _check_identity(
                 continue
             changed.add(key)
             if mf != want_mf:
-                by_model[mf] += 1
+                by_model[(mf, want_mf)] += 1
             if ef != want_ef and mf:
                 by_encoder += 1
             if sh != want_sh and sh:
                 old_samples[(key[0], key[1])] = sh
                 sample_rows[key[0]] += 1
         replace[name] = changed
-        old_model = store.fingerprint_data(list(by_model))
-        for mf, n in sorted(by_model.items()):
+        old_model = store.fingerprint_data([mf for mf, _want in by_model])
+        for (mf, want_mf), n in sorted(by_model.items()):
             if not mf:
                 messages.append(f"model {name}: {n} stored prediction{'s' if n != 1 else ''} carry no fingerprint "
                                 "(stored before store schema v2, or imported without one)")
             else:
-                messages.append(describe_model_change(name, old_model.get(mf), data, n))
+                messages.append(describe_model_change(name, old_model.get(mf), new_data.get(want_mf, data), n))
         if by_encoder:
             messages.append(f"model {name}: the encoder changed (fingerprint) for {by_encoder} stored "
                             f"prediction{'s' if by_encoder != 1 else ''} of score-based conditions")
