@@ -151,7 +151,8 @@ def error_shares(chosen_types: Iterable[str]) -> dict[str, float]:
 def _rows(table: Any) -> list[dict[str, Any]]:
     cols = [c for c in ("benchmark", "sample_id", "model", "condition", "strategy", "correct", "answer",
                         "option_probs", "parse_error") if c in table.column_names]
-    return table.select(cols).to_pylist()
+    rows: list[dict[str, Any]] = table.select(cols).to_pylist()
+    return rows
 
 
 def score_predictions(
@@ -254,10 +255,10 @@ def score_predictions(
                 txt.append(by_id[pair])
         if not vis:
             continue
-        r = paired_bootstrap(txt, vis, n_boot=n_boot, confidence=confidence, seed=seed)
+        pb = paired_bootstrap(txt, vis, n_boot=n_boot, confidence=confidence, seed=seed)
         gaps.append({"model": model, "task": task, "strategy": cond, "n_pairs": len(vis),
                      "visual": float(np.mean(vis)), "text": float(np.mean(txt)),
-                     "gap": _num(r.estimate), "bootstrap": [_num(r.low), _num(r.high)]})
+                     "gap": _num(pb.estimate), "bootstrap": [_num(pb.low), _num(pb.high)]})
     return {"groups": out, "gaps": gaps, "unmatched": unmatched, "n_boot": n_boot, "seed": seed}
 
 

@@ -253,7 +253,7 @@ def build_tfr(
     counts_before_balance = {k: sum(d.kind == k for d in drafts) for k in ("after", "before")}
     if balance and all(counts_before_balance.values()):
         n = min(counts_before_balance.values())
-        kept_drafts = []
+        kept_drafts: list[_Draft] = []
         for kind in ("after", "before"):
             mine = [d for d in drafts if d.kind == kind]
             rng = rng_for(seed, f"balance/{kind}")

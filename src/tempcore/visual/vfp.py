@@ -79,8 +79,9 @@ def build_vfp(
             f"future_frames must be >= 4 (the scrambled option keeps the first and last frames and "
             f"permutes the middle, which must not stay in order), not {future_frames}"
         )
-    if isinstance(captions, (str, Path)):
-        captions = json.loads(Path(captions).read_text(encoding="utf-8"))
+    caption_map: Mapping[str, Mapping[str, str]] = (
+        json.loads(Path(captions).read_text(encoding="utf-8")) if isinstance(captions, (str, Path))
+        else captions or {})
     root = Path(video_root)
     clips = find_clips(root) if clips is None else clips
     usable: list[tuple[str, str, list[float]]] = []
@@ -104,7 +105,7 @@ def build_vfp(
         perm = non_identity_permutation(future_frames - 2, rng_for(seed, f"{sid}/scrambled"))
         middle = fut[1:-1]
         scr = [fut[0], *[middle[i] for i in perm], fut[-1]]
-        made = {
+        made: dict[str, dict[str, Any]] = {
             "correct": {"frames": fut, "order": "forward", "from": "future"},
             "rev_correct": {"frames": fut[::-1], "order": "backward", "from": "future"},
             "rev_input": {"frames": ctx[::-1], "order": "backward", "from": "context"},
@@ -130,7 +131,7 @@ def build_vfp(
         }
         if media == "frames":
             common["frames_fps"] = folder_fps
-        cap = (captions or {}).get(name) or (captions or {}).get(sid)
+        cap = caption_map.get(name) or caption_map.get(sid)
         rows.append({
             "id": sid, "video": name, "question": question, "options": list(LABELS), "answer": answer,
             "option_modality": "visual", **common, "visual_options": visual_options,
@@ -149,7 +150,7 @@ def build_vfp(
         "task": "vfp", "source": source, "video_root": str(root), "seed": seed,
         "context_frames": context_frames, "future_frames": future_frames, "folder_fps": folder_fps,
         "clips": len(clips), "questions": len(usable), "too_short": too_short, "rows": len(rows),
-        "text_control": bool(captions),
+        "text_control": bool(caption_map),
     }
     write_rows(out_dir, rows, build)
     return build
