@@ -196,10 +196,12 @@ def plan_benchmark(
     """
     from tempcore.benchmarks import resolve_video
     from tempcore.identity import fingerprint, sample_identity
+    from tempcore.visual.run import IDENTITY_KEY, is_visual_sample, visual_identity
 
     plan, mc, video_root = _load_plan(cfg, bench_index, limit=limit, shard=shard, log=log)
     missing = set(plan.missing_videos)
     has_video = [s for s in mc if str(resolve_video(s, video_root)) not in missing]
+    visual = {s.sample_id for s in mc if is_visual_sample(s)}  # answered under visual_options only
     for m in plan.missing_videos:
         log(f"  missing video: {m}")
 
@@ -219,6 +221,8 @@ def plan_benchmark(
     identity: dict[str, str] = {}
     for s in mc:
         data = sample_identity(s, video_ids.get(str(resolve_video(s, video_root))))
+        if s.sample_id in visual:
+            data[IDENTITY_KEY] = visual_identity(s, video_root)
         digest = fingerprint(data)
         identity[s.sample_id] = digest
         plan.sample_identity[s.sample_id] = (digest, data)
@@ -227,16 +231,20 @@ def plan_benchmark(
     framed = [(e, c) for e, c in conds if c.strategy not in FRAMELESS]
     modes = sorted({c.mode for _, c in framed if c.mode != "none"})
     timeline: dict[str, _Timeline] = {}
-    if framed and has_video:
-        timeline = _timelines(has_video, modes, cfg, encoder, cache, video_root, plan, log, progress)
+    ordinary = [s for s in has_video if s.sample_id not in visual]
+    if framed and ordinary:
+        timeline = _timelines(ordinary, modes, cfg, encoder, cache, video_root, plan, log, progress)
     if cfg.damaged_videos == "skip":
         for sid in [sid for sid, tl in timeline.items() if tl.damage is not None]:
             del timeline[sid]
             plan.damaged_skipped += 1
     if framed:
-        plan.samples_without_frames = sum(s.sample_id not in timeline for s in mc)
+        plan.samples_without_frames = sum(s.sample_id not in timeline and s.sample_id not in visual for s in mc)
+    plan.items.extend(_visual_items([s for s in has_video if s.sample_id in visual], identity))
 
     for sample in mc:
+        if sample.sample_id in visual:
+            continue
         tl = timeline.get(sample.sample_id)
         for entry_c, base in conds:
             if base.strategy not in FRAMELESS and tl is None:
@@ -250,6 +258,22 @@ def plan_benchmark(
                     damage=None if tl is None else tl.damage,
                 ))
     return plan
+
+
+def _visual_items(samples: list[Sample], identity: dict[str, str]) -> list[WorkItem]:
+    """One work item per visual-option sample (:mod:`tempcore.visual.run`); its frames are filled in
+    when the request is built."""
+    from tempcore.visual.run import visual_condition
+
+    items = []
+    for s in samples:
+        try:
+            cond = visual_condition(s)
+        except ValueError as exc:
+            raise RunError(str(exc)) from None
+        items.append(WorkItem(s, cond, FrameSet((), (), requested=cond.k or 0), tuple(s.options),
+                              tuple(range(len(s.options))), sample_hash=identity[s.sample_id]))
+    return items
 
 
 def _load_plan(
@@ -501,6 +525,9 @@ def answer_items(
     ``discarded``, not ``done``). No-frame requests need no decoding, so a video that fails to decode
     fails only the requests that show its frames.
     """
+    from tempcore.visual.answering import STRATEGY as VISUAL_STRATEGY
+    from tempcore.visual.run import visual_request
+
     summary = summary or ModelSummary(model.name)
     by_sample: dict[tuple[str, str], list[WorkItem]] = defaultdict(list)
     for it in items:
@@ -555,7 +582,18 @@ def answer_items(
                     failed_ids = {id(it) for it in framed}
                     chunk = [it for it in chunk if id(it) not in failed_ids]
             for it in chunk:
-                pending.append((it, _request(it, frames, template, noframe_size)))
+                if it.condition.strategy == VISUAL_STRATEGY:
+                    try:
+                        req, it = visual_request(it, video_root_of.get(bench))
+                    except (TempcoreError, OSError, KeyError, ValueError) as exc:
+                        store.put_failures([Failure(it.sample.benchmark, it.sample.sample_id, model.name,
+                                                    it.condition.key, f"visual options: {exc}")], run_id)
+                        summary.failed += 1
+                        bar.update(1)
+                        continue
+                    pending.append((it, req))
+                else:
+                    pending.append((it, _request(it, frames, template, noframe_size)))
                 if len(pending) >= request_batch:
                     flush()
             flush()  # frames of this chunk are released before the next one is decoded
@@ -799,9 +837,16 @@ def _dry_run(
         for m in plan.missing_videos:
             log(f"  missing video: {m}")
         from tempcore.benchmarks import resolve_video
+        from tempcore.visual.answering import STRATEGY as VISUAL_STRATEGY
+        from tempcore.visual.run import is_visual_sample
 
         with_video = [s for s in mc if str(resolve_video(s, video_root)) not in set(plan.missing_videos)]
         by_cond: Counter[str] = Counter()
+        n_visual = sum(is_visual_sample(s) for s in with_video)
+        if n_visual:
+            by_cond[VISUAL_STRATEGY] = n_visual
+        mc = [s for s in mc if not is_visual_sample(s)]
+        with_video = [s for s in with_video if not is_visual_sample(s)]
         windows = 0
         for entry in cfg.conditions:
             base = entry.condition(cfg)
@@ -820,7 +865,7 @@ def _dry_run(
         upper += exact + windows
         lines.append(f"  {plan.name}: {len(plan.samples)} samples, {exact} requests per model"
                      + (f" + up to {windows} oracle windows" if windows else "")
-                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()))})")
+                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()) if v)})")
         if plan.missing_videos:
             lines.append(f"    {len(plan.missing_videos)} missing video(s): their samples get frameless conditions only")
     stored = _stored_counts(store_path)
