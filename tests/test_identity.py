@@ -310,15 +310,15 @@ def test_damaged_videos_skip(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_failing_video_does_not_fail_its_noframe_requests(tmp_path: Path, monkeypatch) -> None:
     _write_world(tmp_path)
-    import tempcore.runner as runner
+    import tempcore.executor as executor
 
     def broken(items: Any, video_root: Any) -> Any:
         if items[0].sample.sample_id == "q0":
             raise TempcoreError("v0.mp4: decoder gave up at frame 3")
         return real(items, video_root)
 
-    real = runner._load_frames
-    monkeypatch.setattr(runner, "_load_frames", broken)
+    real = executor._load_frames
+    monkeypatch.setattr(executor, "_load_frames", broken)
     summary = _run(_config(tmp_path))
     rows = _rows(tmp_path)
     q0 = {Condition.from_key(k[1]).strategy for k in rows if k[0] == "q0"}

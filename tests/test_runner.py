@@ -304,3 +304,69 @@ def test_a_changed_encoder_is_not_reused_for_score_based_conditions(world, tmp_p
         run(cfg, encoder=_OtherWeights(enc), **quiet)
     again = run(cfg, encoder=_OtherWeights(enc), recompute=True, **quiet)
     assert again.models[0].replaced == 4 and again.models[0].stored_before == 4
+
+
+def test_the_planner_is_pure_samples_and_timelines_to_work_items(tmp_path):
+    """plan_items reads only what it is given: no video (these do not exist), encoder or store."""
+    from tempcore.planning import Timeline, plan_items
+    from tempcore.records import Sample
+
+    cfg = RunConfig.from_dict({
+        "out": str(tmp_path / "never"), "k": 2, "fps": 2, "encoder": "some-encoder",
+        "benchmarks": [{"name": "x", "annotations": "y"}], "models": ["m"],
+        "conditions": [{"strategy": "maxprob", "mode": "qa"}, {"strategy": "noframe", "rotations": "all"},
+                       {"strategy": "oracle", "params": {"stride": 2, "max_windows": 2}}],
+    })
+    samples = [Sample("toy", f"s{i}", f"/nowhere/v{i}.mp4", "Which?", ("a", "b", "c"), i % 3) for i in range(3)]
+    ts = np.arange(8) / 2.0
+    timelines = {"s0": Timeline(ts, {"qa": np.linspace(0, 1, 8)}),
+                 "s1": Timeline(ts, {"qa": np.linspace(1, 0, 8)}, damage="truncated")}
+    items = plan_items(cfg, samples, timelines, {s.sample_id: f"h{s.sample_id}" for s in samples})
+    by_sample: dict[str, list] = {}
+    for it in items:
+        by_sample.setdefault(it.sample.sample_id, []).append(it)
+    # framed samples: maxprob + 3 rotations of noframe + 2 oracle windows; s2 (no timeline): noframe only
+    assert [len(by_sample[s]) for s in ("s0", "s1", "s2")] == [6, 6, 3]
+    assert {it.condition.strategy for it in by_sample["s2"]} == {"noframe"}
+    s0_max = next(it for it in by_sample["s0"] if it.condition.strategy == "maxprob")
+    s1_max = next(it for it in by_sample["s1"] if it.condition.strategy == "maxprob")
+    # the scores decide: rising scores pick late frames, the mirrored scores the mirrored frames
+    assert min(s0_max.frames.indices) >= 4 and sorted(7 - i for i in s0_max.frames.indices) == list(
+        s1_max.frames.indices)
+    assert s1_max.damage == "truncated" and s0_max.n_frames == 8 and by_sample["s2"][0].n_frames is None
+    assert {it.condition.window for it in by_sample["s0"] if it.condition.strategy == "oracle"} == {0, 1}
+    for it in by_sample["s0"]:
+        assert [it.sample.options[j] for j in it.permutation] == list(it.options)
+        assert it.sample_hash == "hs0"
+    assert plan_items(cfg, samples, timelines, {s.sample_id: "h" for s in samples}) == plan_items(
+        cfg, samples, timelines, {s.sample_id: "h" for s in samples})
+
+
+def test_an_executor_gets_only_the_unstored_items_and_the_driver_writes_the_store(world, tmp_path):
+    from tempcore.executor import LocalExecutor
+
+    class Recording(LocalExecutor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.jobs: list = []
+            self.closed = 0
+
+        def answer(self, jobs, store, run_id, **kw):
+            self.jobs.append([(j.spec.display_name, len(j.items)) for j in jobs])
+            super().answer(jobs, store, run_id, **kw)
+
+        def close(self) -> None:
+            self.closed += 1
+
+    cfg = load_config(write_config(world, tmp_path / "exec", conditions=[{"strategy": "noframe"}]))
+    ex = Recording()
+    first = run(cfg, progress=False, log=lambda _m: None, executor=ex, shard=(0, 2),
+                model_factory=lambda spec: FlakyModel(spec.display_name, 10**9))
+    second = run(cfg, progress=False, log=lambda _m: None, executor=ex,
+                 model_factory=lambda spec: FlakyModel(spec.display_name, 10**9))
+    third = run(cfg, progress=False, log=lambda _m: None, executor=ex,
+                model_factory=lambda spec: FlakyModel(spec.display_name, 10**9))
+    n0 = first.models[0].done
+    assert ex.jobs == [[("tiny-qwen", n0)], [("tiny-qwen", 5 - n0)]]  # the third run had nothing to answer
+    assert third.models[0].stored_before == 5 and second.models[0].done == 5 - n0 and ex.closed == 3
+    assert len(rows_of(tmp_path / "exec" / "store.sqlite")) == 5

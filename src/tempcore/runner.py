@@ -5,14 +5,21 @@ The pipeline (every arrow persisted or cached):
 1. load each benchmark (:mod:`tempcore.benchmarks`) and preflight its videos: a sample whose
    video is missing is listed, and still answered under frameless conditions (no-frame);
 2. score every frame of every video once per encoder (:mod:`tempcore.scoring`, embedding cache),
-   in the text modes the conditions need; a video that fails to decode is listed and skipped;
+   in the text modes the conditions need; a video that fails to decode is listed and skipped
+   (done by the executor: :meth:`tempcore.executor.Executor.timelines`);
 3. select each condition's FrameSet (:mod:`tempcore.selection`; oracle conditions expand into
-   one condition per window, ``window=i``; ``rotations`` into one per option rotation);
-4. for each model (loaded once): ask the run store which keys are missing, decode the frames of
-   those requests (one streaming pass per sample and chunk of conditions), answer in batches,
-   extract the answer (:mod:`tempcore.answers`), map rotations back, and commit each batch in
-   one transaction (:mod:`tempcore.store`). Failed calls go to the failures table, never into
-   predictions. A rerun makes no call for a stored key whose fingerprints match.
+   one condition per window, ``window=i``; ``rotations`` into one per option rotation): the pure
+   planner :func:`tempcore.planning.plan_items` turns samples and timelines into work items;
+4. for each model: ask the run store which keys are missing and hand the executor one
+   :class:`~tempcore.executor.ModelJob` per model (:meth:`~tempcore.executor.Executor.answer`):
+   it loads each model once, decodes the frames of those requests (one streaming pass per sample
+   and chunk of conditions), answers in batches, extracts the answer (:mod:`tempcore.answers`),
+   maps rotations back, and commits each batch (:mod:`tempcore.store`; only this process writes
+   the store). Failed calls go to the failures table, never into predictions. A rerun makes no
+   call for a stored key whose fingerprints match.
+
+Executors: :class:`tempcore.executor.LocalExecutor` (the default: this process, one model after
+the other); the Ray executor (``executor: ray``) runs the same steps on a Ray cluster.
 
 Before the first heavy step the whole configuration is checked (:func:`tempcore.config.check_config`):
 files, strategies, templates, models; every problem is reported at once. ``dry_run`` stops after
@@ -42,76 +49,63 @@ folder (``runs``) and the store's totals, so runs that share an out folder are a
 
 from __future__ import annotations
 
-import hashlib
 import json
-import sys
-import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from tempcore.config import FRAMELESS, RunConfig
+from tempcore.executor import (
+    GREY,
+    AnswerSettings,
+    Executor,
+    Identity,
+    LocalExecutor,
+    ModelJob,
+    ModelSummary,
+    answer_items,
+    to_prediction,
+)
+from tempcore.executor import _load_frames as _load_frames
+from tempcore.executor import _request as _request
+from tempcore.planning import (
+    BenchmarkPlan,
+    RunError,
+    Timeline,
+    WorkItem,
+    in_shard,
+    plan_items,
+)
+from tempcore.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
+from tempcore.records import Sample
 
-from tempcore.config import FRAMELESS, ConditionEntry, RunConfig
-from tempcore.errors import TempcoreError
-from tempcore.records import Condition, Failure, FrameSet, Prediction, Sample
+if TYPE_CHECKING:
+    from tempcore.encoders.base import FrameTextEncoder
+    from tempcore.encoders.cache import EmbeddingCache
+    from tempcore.models.base import Model, ModelSpec
+    from tempcore.store import RunStore
 
-GREY = 128
+__all__ = [
+    "GREY",
+    "BenchmarkPlan",
+    "Executor",
+    "Identity",
+    "LocalExecutor",
+    "ModelSummary",
+    "RunError",
+    "RunSummary",
+    "WorkItem",
+    "answer_items",
+    "in_shard",
+    "plan_benchmark",
+    "run",
+    "to_prediction",
+]
 
-
-class RunError(TempcoreError):
-    """The run cannot start or go on (names what is wrong)."""
-
-
-@dataclass(frozen=True)
-class WorkItem:
-    """One (sample, condition) to show a model: the FrameSet and the options in the order shown."""
-
-    sample: Sample
-    condition: Condition
-    frames: FrameSet
-    options: tuple[str, ...]
-    permutation: tuple[int, ...]
-    sample_hash: str = ""
-    n_frames: int | None = None
-    damage: str | None = None
-
-    @property
-    def key_suffix(self) -> tuple[str, str, str]:
-        return (self.sample.benchmark, self.sample.sample_id, self.condition.key)
-
-
-@dataclass
-class BenchmarkPlan:
-    name: str
-    samples: list[Sample]
-    items: list[WorkItem]
-    video_root: str | None
-    invalid: int = 0
-    skipped: int = 0
-    missing_videos: list[str] = field(default_factory=list)
-    failed_videos: list[str] = field(default_factory=list)
-    damaged_videos: list[str] = field(default_factory=list)
-    samples_without_frames: int = 0
-    damaged_skipped: int = 0
-    not_multiple_choice: int = 0
-    sample_identity: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
-
-
-@dataclass
-class ModelSummary:
-    model: str
-    planned: int = 0
-    stored_before: int = 0
-    done: int = 0
-    discarded: int = 0
-    replaced: int = 0
-    failed: int = 0
-    parse_failures: int = 0
-    correct: int = 0
-    seconds: float = 0.0
+#: the timeline of one sample (kept under its old private name)
+_Timeline = Timeline
 
 
 @dataclass
@@ -139,77 +133,42 @@ class RunSummary:
 # --- planning ---------------------------------------------------------------------------------
 
 
-def _expand(
-    entry: ConditionEntry,
-    base: Condition,
-    sample: Sample,
-    timestamps: np.ndarray | None,
-    scores: dict[str, np.ndarray],
-) -> list[tuple[Condition, FrameSet]]:
-    """The (condition, FrameSet) pairs one condition entry gives for one sample."""
-    from tempcore.selection import select
-
-    if base.strategy in FRAMELESS:
-        ts = timestamps if timestamps is not None else np.empty(0)
-        pairs = [(base, select(base, ts, None, sample_id=sample.sample_id, **entry.params))]
-    else:
-        assert timestamps is not None
-        s = scores.get(base.mode) if base.mode != "none" else None
-        chosen = select(base, timestamps, s, sample_id=sample.sample_id, **entry.params)
-        if isinstance(chosen, list):  # oracle: one condition per window
-            pairs = [(base.replace(window=i), fs) for i, fs in enumerate(chosen)]
-        else:
-            pairs = [(base, chosen)]
-    out = []
-    for rotation in entry.rotation_list(len(sample.options)):
-        for cond, fs in pairs:
-            out.append((cond.replace(rotation=rotation) if rotation else cond, fs))
-    return out
-
-
-def in_shard(sample: Sample, shard: tuple[int, int] | None) -> bool:
-    """Stable partition of samples into ``n`` shards by a hash of (benchmark, sample id)."""
-    if shard is None:
-        return True
-    index, n = shard
-    digest = hashlib.sha256(f"{sample.benchmark}\x1f{sample.sample_id}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") % n == index
-
-
 def plan_benchmark(
     cfg: RunConfig,
     bench_index: int,
     *,
-    encoder: Any | None,
-    cache: Any | None,
+    encoder: FrameTextEncoder | None = None,
+    cache: EmbeddingCache | None,
     limit: int | None = None,
     shard: tuple[int, int] | None = None,
     log: Callable[[str], None] = print,
     progress: bool = True,
     video_hash: Callable[[Path], str] | None = None,
+    executor: Executor | None = None,
 ) -> BenchmarkPlan:
     """Load, preflight, score and select: every WorkItem of one benchmark (no model is called).
 
-    ``video_hash`` (default: :meth:`EmbeddingCache.content_hash` of ``cache``, else
-    :func:`tempcore.encoders.cache.content_hash`) gives each present video's identity for the
-    samples' fingerprints (:func:`tempcore.identity.sample_identity`).
+    Frames are scored by ``executor`` (default: a :class:`LocalExecutor` scoring with ``encoder``);
+    the items come from :func:`tempcore.planning.plan_items`. ``video_hash`` (default:
+    :meth:`EmbeddingCache.content_hash` of ``cache``, else :func:`tempcore.encoders.cache.content_hash`)
+    gives each present video's identity for the samples' fingerprints
+    (:func:`tempcore.identity.sample_identity`).
     """
     from tempcore.benchmarks import resolve_video
     from tempcore.identity import fingerprint, sample_identity
-    from tempcore.visual.run import IDENTITY_KEY, is_visual_sample, visual_identity
 
+    if executor is None:
+        executor = LocalExecutor(encoder)
     plan, mc, video_root = _load_plan(cfg, bench_index, limit=limit, shard=shard, log=log)
     missing = set(plan.missing_videos)
     has_video = [s for s in mc if str(resolve_video(s, video_root)) not in missing]
-    visual = {s.sample_id for s in mc if is_visual_sample(s)}  # answered under visual_options only
     for m in plan.missing_videos:
         log(f"  missing video: {m}")
 
     if video_hash is None:
-        if cache is not None:
-            video_hash = cache.content_hash
-        else:
-            from tempcore.encoders.cache import content_hash as video_hash
+        from tempcore.encoders.cache import content_hash
+
+        video_hash = cache.content_hash if cache is not None else content_hash
     video_ids: dict[str, str] = {}
     for s in has_video:
         path = str(resolve_video(s, video_root))
@@ -221,59 +180,28 @@ def plan_benchmark(
     identity: dict[str, str] = {}
     for s in mc:
         data = sample_identity(s, video_ids.get(str(resolve_video(s, video_root))))
-        if s.sample_id in visual:
-            data[IDENTITY_KEY] = visual_identity(s, video_root)
         digest = fingerprint(data)
         identity[s.sample_id] = digest
         plan.sample_identity[s.sample_id] = (digest, data)
 
-    conds = [(e, e.condition(cfg)) for e in cfg.conditions]
-    framed = [(e, c) for e, c in conds if c.strategy not in FRAMELESS]
-    modes = sorted({c.mode for _, c in framed if c.mode != "none"})
-    timeline: dict[str, _Timeline] = {}
-    ordinary = [s for s in has_video if s.sample_id not in visual]
-    if framed and ordinary:
-        timeline = _timelines(ordinary, modes, cfg, encoder, cache, video_root, plan, log, progress)
+    framed = [c for c in (e.condition(cfg) for e in cfg.conditions) if c.strategy not in FRAMELESS]
+    modes = sorted({c.mode for c in framed if c.mode != "none"})
+    timeline: dict[str, Timeline] = {}
+    if framed and has_video:
+        found = executor.timelines(has_video, modes, cfg=cfg, cache=cache,
+                                   video_root=None if video_root is None else str(video_root),
+                                   label=plan.name, log=log, progress=progress)
+        timeline = dict(found.by_sample)
+        plan.failed_videos = list(found.failed_videos)
+        plan.damaged_videos = list(found.damaged_videos)
     if cfg.damaged_videos == "skip":
         for sid in [sid for sid, tl in timeline.items() if tl.damage is not None]:
             del timeline[sid]
             plan.damaged_skipped += 1
     if framed:
-        plan.samples_without_frames = sum(s.sample_id not in timeline and s.sample_id not in visual for s in mc)
-    plan.items.extend(_visual_items([s for s in has_video if s.sample_id in visual], identity))
-
-    for sample in mc:
-        if sample.sample_id in visual:
-            continue
-        tl = timeline.get(sample.sample_id)
-        for entry_c, base in conds:
-            if base.strategy not in FRAMELESS and tl is None:
-                continue  # no frames for this sample (missing / failed / skipped video): listed above
-            ts, scores = (tl.timestamps, tl.scores) if tl is not None else (None, {})
-            for cond, fs in _expand(entry_c, base, sample, ts, scores):
-                rotated, perm = _rotate(sample.options, cond.rotation)
-                plan.items.append(WorkItem(
-                    sample, cond, fs, rotated, perm, sample_hash=identity[sample.sample_id],
-                    n_frames=None if tl is None else int(len(tl.timestamps)),
-                    damage=None if tl is None else tl.damage,
-                ))
+        plan.samples_without_frames = sum(s.sample_id not in timeline for s in mc)
+    plan.items = plan_items(cfg, mc, timeline, identity)
     return plan
-
-
-def _visual_items(samples: list[Sample], identity: dict[str, str]) -> list[WorkItem]:
-    """One work item per visual-option sample (:mod:`tempcore.visual.run`); its frames are filled in
-    when the request is built."""
-    from tempcore.visual.run import visual_condition
-
-    items = []
-    for s in samples:
-        try:
-            cond = visual_condition(s)
-        except ValueError as exc:
-            raise RunError(str(exc)) from None
-        items.append(WorkItem(s, cond, FrameSet((), (), requested=cond.k or 0), tuple(s.options),
-                              tuple(range(len(s.options))), sample_hash=identity[s.sample_id]))
-    return items
 
 
 def _load_plan(
@@ -314,308 +242,6 @@ def _load_plan(
     return plan, mc, video_root
 
 
-def _rotate(options: Sequence[str], rotation: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    from tempcore.prompts import rotate_options
-
-    return rotate_options(options, rotation)
-
-
-@dataclass
-class _Timeline:
-    """One sample's candidate frames: timestamps at the run's fps, Eq. 1 scores per mode, damage."""
-
-    timestamps: np.ndarray
-    scores: dict[str, np.ndarray]
-    damage: str | None = None
-
-
-def _timelines(
-    samples: list[Sample],
-    modes: list[str],
-    cfg: RunConfig,
-    encoder: Any | None,
-    cache: Any | None,
-    video_root: Any,
-    plan: BenchmarkPlan,
-    log: Callable[[str], None],
-    progress: bool,
-) -> dict[str, _Timeline]:
-    """Per sample: frame timestamps at the run's fps, the Eq. 1 scores of each needed mode, and the
-    damage the decoder reported (``damage`` of the scoring / probe result, ``None`` when clean).
-
-    A video that fails is listed once in ``plan.failed_videos`` (distinct videos); a damaged one in
-    ``plan.damaged_videos``."""
-    out: dict[str, _Timeline] = {}
-    failed: dict[str, None] = {}
-    damaged: dict[str, None] = {}
-    bar = _bar(len(samples), f"{plan.name}: frames", progress)
-    if modes:
-        from tempcore.scoring import FrameScores, score_samples
-
-        assert encoder is not None
-        for r in score_samples(samples, encoder, modes, fps=cfg.fps, cache=cache, video_root=video_root,
-                               on_sample=lambda _s: bar.update(1)):
-            if isinstance(r, FrameScores):
-                tl = out.setdefault(r.sample_id, _Timeline(np.asarray(r.timestamps), {}))
-                tl.scores[r.mode] = np.asarray(r.s)
-                damage = _damage_of(r)
-                if damage:
-                    if tl.damage is None:
-                        log(f"  damaged video (sample {r.sample_id}): {damage}")
-                    tl.damage = str(damage)
-                    damaged[str(getattr(r, "video", "") or r.sample_id)] = None
-            else:
-                failed[str(getattr(r, "video", r))] = None
-                log(f"  cannot score: {r}")
-    else:
-        from tempcore.benchmarks import resolve_video
-        from tempcore.video import VideoError, probe
-
-        for s in samples:
-            path = resolve_video(s, video_root)
-            try:
-                info = probe(path, cfg.fps, start=s.start, end=s.end, media=s.media)
-                damage = _damage_of(info)
-                out[s.sample_id] = _Timeline(np.asarray(info.timestamps, dtype=np.float64), {},
-                                             None if not damage else str(damage))
-                if damage:
-                    damaged[str(path)] = None
-                    log(f"  damaged video (sample {s.sample_id}): {damage}")
-            except VideoError as exc:
-                failed[str(path)] = None
-                log(f"  cannot decode: sample {s.sample_id}: {exc}")
-            bar.update(1)
-    _close_bar(bar)
-    plan.failed_videos = sorted(failed)
-    plan.damaged_videos = sorted(damaged)
-    # A sample whose scores failed for one mode but not another keeps only complete entries.
-    return {sid: v for sid, v in out.items() if set(v.scores) >= set(modes)}
-
-
-def _damage_of(result: Any) -> str | None:
-    """What the decoder reported as damage for a scoring / probe result, ``None`` for a clean decode.
-
-    ``damage`` (text) when the result carries it; otherwise the older flags: ``truncated`` /
-    ``truncated_video`` (the file stopped early) with ``error`` when given."""
-    damage = getattr(result, "damage", None)
-    if damage:
-        return str(damage)
-    if getattr(result, "truncated", False) or getattr(result, "truncated_video", False):
-        error = getattr(result, "error", None)
-        return "truncated: the decoder stopped early" + (f" ({error})" if error else "")
-    return None
-
-
-def _bar(total: int, desc: str, enabled: bool) -> Any:
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=desc, disable=not enabled, file=sys.stderr, leave=False, dynamic_ncols=True)
-
-
-def _close_bar(bar: Any) -> None:
-    """Show the final count before closing: tqdm redraws at most every ``mininterval`` seconds, so
-    without this the last state shown stops short of the total."""
-    bar.refresh()
-    bar.close()
-
-
-# --- answering --------------------------------------------------------------------------------
-
-
-def _load_frames(items: list[WorkItem], video_root: str | None) -> dict[int, np.ndarray]:
-    """Decode the union of the frames these items (all of one sample) show, in one pass."""
-    from tempcore.benchmarks import resolve_video
-    from tempcore.video import read_frames
-
-    wanted = sorted({i for it in items for i in it.frames.indices})
-    if not wanted:
-        return {}
-    s = items[0].sample
-    batch = read_frames(resolve_video(s, video_root), wanted, items[0].condition.fps, start=s.start, end=s.end,
-                        media=s.media)
-    return {int(i): batch.frames[j] for j, i in enumerate(wanted)}
-
-
-def _request(item: WorkItem, frames: dict[int, np.ndarray], template: str, noframe_size: int) -> Any:
-    from tempcore.models import ModelRequest
-    from tempcore.prompts import render_prompt
-
-    if item.frames.grey:
-        grey = np.full((noframe_size, noframe_size, 3), GREY, dtype=np.uint8)
-        images: tuple[np.ndarray, ...] = tuple(grey for _ in range(item.frames.requested))
-        timestamps = None
-    else:
-        images = tuple(frames[i] for i in item.frames.indices)
-        timestamps = item.frames.timestamps
-    prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
-    return ModelRequest(images=images, prompt=prompt, options=item.options, timestamps=timestamps,
-                        key="|".join(item.key_suffix))
-
-
-@dataclass(frozen=True)
-class Identity:
-    """The fingerprints a model's predictions of one run carry (see :mod:`tempcore.identity`)."""
-
-    model_fingerprint: str = ""
-    encoder_fingerprint: str | None = None
-
-    def encoder_for(self, condition: Condition) -> str | None:
-        """The encoder fingerprint for a condition: only score-based conditions depend on the encoder."""
-        return self.encoder_fingerprint if _score_based(condition) else None
-
-
-def _score_based(condition: Condition) -> bool:
-    return condition.mode != "none"
-
-
-def to_prediction(
-    item: WorkItem, model: str, request: Any, response: Any, method: str, identity: Identity | None = None,
-) -> Prediction | Failure:
-    """A model's response as a Prediction (answer mapped back to the original option order) or a Failure."""
-    from tempcore.answers import extract_choice
-    from tempcore.prompts import prompt_hash
-
-    identity = identity or Identity()
-    s = item.sample
-    if not response.ok:
-        return Failure(s.benchmark, s.sample_id, model, item.condition.key, str(response.error),
-                       attempts=max(int(response.attempts), 1))
-    got = extract_choice(response.text, item.options)
-    answer = None if got.index is None else item.permutation[got.index]
-    probs = response.option_probs
-    original_probs = None
-    if probs is not None and len(probs) == len(item.options):
-        reordered = [0.0] * len(probs)
-        for j, p in enumerate(probs):
-            reordered[item.permutation[j]] = float(p)
-        original_probs = tuple(reordered)
-    return Prediction(
-        benchmark=s.benchmark, sample_id=s.sample_id, model=model, condition=item.condition.key,
-        response=response.text, answer=answer, correct=int(answer is not None and answer == s.answer),
-        frames=item.frames, prompt_hash=prompt_hash(request.prompt), latency_s=float(response.latency_s),
-        answer_method=method, option_probs=original_probs,
-        parse_error=got.error if answer is None else None, target=s.answer,
-        sample_hash=item.sample_hash, model_fingerprint=identity.model_fingerprint,
-        encoder_fingerprint=identity.encoder_for(item.condition), n_frames=item.n_frames,
-        video_damage=item.damage,
-    )
-
-
-def answer_items(
-    model: Any,
-    items: list[WorkItem],
-    store: Any,
-    run_id: str,
-    *,
-    video_root_of: dict[str, str | None],
-    method: str = "generate",
-    template: str = "default",
-    noframe_size: int = 384,
-    max_frames_in_memory: int = 512,
-    request_batch: int = 32,
-    progress: bool = True,
-    summary: ModelSummary | None = None,
-    identity: Identity | None = None,
-    replace: set[tuple[str, str, str, str]] | frozenset[tuple[str, str, str, str]] = frozenset(),
-) -> ModelSummary:
-    """Answer ``items`` with ``model`` and commit each batch to ``store`` (one transaction per batch).
-
-    Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
-    every other key keeps the first write (a key another writer stored meanwhile counts as
-    ``discarded``, not ``done``). No-frame requests need no decoding, so a video that fails to decode
-    fails only the requests that show its frames.
-    """
-    from tempcore.visual.answering import STRATEGY as VISUAL_STRATEGY
-    from tempcore.visual.run import visual_request
-
-    summary = summary or ModelSummary(model.name)
-    by_sample: dict[tuple[str, str], list[WorkItem]] = defaultdict(list)
-    for it in items:
-        by_sample[(it.sample.benchmark, it.sample.sample_id)].append(it)
-    bar = _bar(len(items), model.name, progress)
-    per_condition: Counter[str] = Counter()
-    pending: list[tuple[WorkItem, Any]] = []
-    started = time.perf_counter()
-
-    def flush() -> None:
-        if not pending:
-            return
-        responses = model.answer([r for _, r in pending], method=method)
-        if len(responses) != len(pending):
-            raise RunError(f"model {model.name} returned {len(responses)} responses for {len(pending)} requests")
-        fresh, again, fails = [], [], []
-        for (it, req), resp in zip(pending, responses):
-            out = to_prediction(it, model.name, req, resp, method, identity)
-            if isinstance(out, Failure):
-                fails.append(out)
-            else:
-                (again if out.key in replace else fresh).append(out)
-        written = store.put(fresh, run_id)
-        replaced = store.put(again, run_id, overwrite=True) if again else 0
-        if fails:
-            store.put_failures(fails, run_id)
-        summary.done += written + replaced
-        summary.replaced += replaced
-        summary.discarded += len(fresh) - written
-        summary.failed += len(fails)
-        summary.parse_failures += sum(p.answer is None for p in (*fresh, *again))
-        summary.correct += sum(p.correct for p in (*fresh, *again))
-        for it, _ in pending:
-            per_condition[it.condition.strategy] += 1
-        bar.update(len(pending))
-        bar.set_postfix_str(" ".join(f"{k}:{v}" for k, v in sorted(per_condition.items())), refresh=False)
-        pending.clear()
-
-    for (bench, _sid), group in by_sample.items():
-        for chunk in _chunks_by_frames(group, max_frames_in_memory):
-            framed = [it for it in chunk if not it.frames.grey and it.frames.indices]
-            frames: dict[int, np.ndarray] = {}
-            if framed:
-                try:
-                    frames = _load_frames(framed, video_root_of.get(bench))
-                except TempcoreError as exc:
-                    fails = [Failure(it.sample.benchmark, it.sample.sample_id, model.name, it.condition.key,
-                                     f"frames: {exc}") for it in framed]
-                    store.put_failures(fails, run_id)
-                    summary.failed += len(fails)
-                    bar.update(len(fails))
-                    failed_ids = {id(it) for it in framed}
-                    chunk = [it for it in chunk if id(it) not in failed_ids]
-            for it in chunk:
-                if it.condition.strategy == VISUAL_STRATEGY:
-                    try:
-                        req, it = visual_request(it, video_root_of.get(bench))
-                    except (TempcoreError, OSError, KeyError, ValueError) as exc:
-                        store.put_failures([Failure(it.sample.benchmark, it.sample.sample_id, model.name,
-                                                    it.condition.key, f"visual options: {exc}")], run_id)
-                        summary.failed += 1
-                        bar.update(1)
-                        continue
-                    pending.append((it, req))
-                else:
-                    pending.append((it, _request(it, frames, template, noframe_size)))
-                if len(pending) >= request_batch:
-                    flush()
-            flush()  # frames of this chunk are released before the next one is decoded
-    flush()
-    _close_bar(bar)
-    summary.seconds += time.perf_counter() - started
-    return summary
-
-
-def _chunks_by_frames(items: list[WorkItem], budget: int) -> Iterable[list[WorkItem]]:
-    chunk: list[WorkItem] = []
-    frames: set[int] = set()
-    for it in items:
-        new = frames | set(it.frames.indices)
-        if chunk and len(new) > budget:
-            yield chunk
-            chunk, new = [], set(it.frames.indices)
-        chunk.append(it)
-        frames = new
-    if chunk:
-        yield chunk
-
 
 # --- the whole run ----------------------------------------------------------------------------
 
@@ -628,14 +254,17 @@ def run(
     shard: tuple[int, int] | None = None,
     progress: bool = True,
     log: Callable[[str], None] = print,
-    model_factory: Callable[[dict[str, Any]], Any] | None = None,
-    encoder: Any | None = None,
+    model_factory: Callable[[ModelSpec], Model] | None = None,
+    encoder: FrameTextEncoder | None = None,
     recompute: bool = False,
+    executor: Executor | None = None,
 ) -> RunSummary:
     """Plan and (unless ``dry_run``) execute ``cfg``; returns the summary. See the module docstring.
 
     ``model_factory`` (default :func:`tempcore.models.load_model`) and ``encoder`` (default
     :func:`tempcore.encoders.load_encoder` of ``cfg.encoder``) let a caller pass loaded objects.
+    ``executor`` (default :class:`tempcore.executor.LocalExecutor`) scores the frames and answers;
+    this process plans, checks identities and alone writes the store.
     ``shard=(i, n)`` keeps the samples of shard i of n (a stable hash partition), so n processes or
     machines can split one run; on one machine they may share the store, across machines each
     writes its own and ``tempcore import table`` merges them. ``recompute`` replaces the stored
@@ -657,29 +286,39 @@ def run(
     from tempcore.encoders.cache import EmbeddingCache, default_cache_dir
     from tempcore.store import RunStore
 
-    if cfg.needs_encoder and encoder is None:
-        from tempcore.encoders import load_encoder
-        from tempcore.encoders.hf import progress_bars
+    executor = executor if executor is not None else LocalExecutor()
+    try:
+        return _execute(cfg, specs, out, store_path, executor, limit=limit, shard=shard, progress=progress,
+                        log=log, model_factory=model_factory, encoder=encoder, recompute=recompute,
+                        cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore)
+    finally:
+        executor.close()
 
-        with progress_bars(progress):  # --no-progress also hides transformers' "Loading weights"
-            encoder = load_encoder(cfg.encoder, **cfg.encoder_options)
-    # The cache holds the embeddings and memoises the videos' content hashes (sample fingerprints).
-    cache = EmbeddingCache(cfg.cache or default_cache_dir())
 
+def _execute(
+    cfg: RunConfig, specs: list[tuple[ModelSpec, str]], out: Path, store_path: Path, executor: Executor, *,
+    limit: int | None, shard: tuple[int, int] | None, progress: bool, log: Callable[[str], None],
+    model_factory: Callable[[ModelSpec], Model] | None, encoder: FrameTextEncoder | None, recompute: bool,
+    cache: EmbeddingCache, store_type: type[RunStore],
+) -> RunSummary:
+    """The run proper: plan every benchmark, check identities, hand the jobs to ``executor``.
+
+    The cache holds the embeddings and memoises the videos' content hashes (sample fingerprints)."""
+    used = executor.prepare(cfg, encoder=encoder, progress=progress)
     plans = []
     for i, b in enumerate(cfg.benchmarks):
         log(f"benchmark {b.name}: {b.annotations}")
-        plans.append(plan_benchmark(cfg, i, encoder=encoder if cfg.needs_encoder else None, cache=cache,
-                                    limit=limit, shard=shard, log=log, progress=progress))
+        plans.append(plan_benchmark(cfg, i, cache=cache, limit=limit, shard=shard, log=log, progress=progress,
+                                    executor=executor))
     items = [it for p in plans for it in p.items]
     bench_info = {p.name: _bench_info(p) for p in plans}
-    identities = [_model_identity(cfg, spec, method, encoder) for spec, method in specs]
+    identities = [_model_identity(cfg, spec, method, used) for spec, method in specs]
     out.mkdir(parents=True, exist_ok=True)
     summaries = []
-    with RunStore.open(store_path) as store:
+    with store_type.open(store_path) as store:
         replace = _check_identity(store, plans, items, specs, identities, recompute=recompute)
         for spec, _method in specs:
-            keys = [(it.sample.benchmark, it.sample.sample_id, spec.display_name, it.condition.key) for it in items]
+            keys = [it.key(spec.display_name) for it in items]
             missing = set(store.missing(keys))
             summaries.append(ModelSummary(spec.display_name, planned=len(keys),
                                           stored_before=len(keys) - len(missing) - len(replace[spec.display_name])))
@@ -689,38 +328,34 @@ def run(
                 fingerprints[digest] = ("sample", data)
         for ident, data in identities:
             fingerprints[ident.model_fingerprint] = ("model", data)
-        if encoder is not None and cfg.needs_encoder and getattr(encoder, "fingerprint", None):
-            fingerprints[encoder.fingerprint] = ("encoder", {"name": cfg.encoder})
+        if used is not None and cfg.needs_encoder and getattr(used, "fingerprint", None):
+            fingerprints[used.fingerprint] = ("encoder", {"name": cfg.encoder})
         store.put_fingerprints(fingerprints)
         run_id = store.start_run({
             "config": cfg.to_dict() | {"models": [_without_url_credentials(m) for m in cfg.models]},
             "models": [_without_url_credentials(spec.to_dict()) | {"method": m, "fingerprint": ident.model_fingerprint}
                        for (spec, m), (ident, _d) in zip(specs, identities)],
-            "encoder": {"name": cfg.encoder, "fingerprint": getattr(encoder, "fingerprint", None)}
-            if encoder is not None else None,
+            "encoder": {"name": cfg.encoder, "fingerprint": getattr(used, "fingerprint", None)}
+            if used is not None else None,
             "seed": cfg.seed, "fps": cfg.fps, "k": cfg.k, "limit": limit, "shard": shard,
             "recompute": recompute, "benchmarks": bench_info,
         })
-        video_root_of = {p.name: p.video_root for p in plans}
-        factory = model_factory or _default_factory
+        jobs = []
         for (spec, method), (ident, _data), summary in zip(specs, identities, summaries):
-            keys = {(it.sample.benchmark, it.sample.sample_id, spec.display_name, it.condition.key): it for it in items}
+            by_key = {it.key(spec.display_name): it for it in items}
             again = replace[spec.display_name]
-            todo = [keys[k] for k in store.missing(list(keys))] + [keys[k] for k in keys if k in again]
+            todo = [by_key[k] for k in store.missing(list(by_key))] + [by_key[k] for k in by_key if k in again]
             if not todo:
                 log(f"model {spec.display_name}: all {summary.planned} predictions already stored")
                 continue
-            log(f"model {spec.display_name}: {len(todo)} to answer ({summary.stored_before} stored"
-                + (f", {len(again)} to replace" if again else "") + ")")
-            model = _load_quietly(factory, spec, progress)
-            try:
-                template = cfg.prompt or spec.prompt_template
-                answer_items(model, todo, store, run_id, video_root_of=video_root_of, method=method,
-                             template=template, noframe_size=cfg.noframe_size,
-                             max_frames_in_memory=cfg.max_frames_in_memory, request_batch=cfg.request_batch,
-                             progress=progress, summary=summary, identity=ident, replace=again)
-            finally:
-                model.close()
+            jobs.append(ModelJob(spec, method, todo, ident, summary, template=cfg.prompt or spec.prompt_template,
+                                 replace=again))
+        if jobs:
+            settings = AnswerSettings(video_root_of={p.name: p.video_root for p in plans},
+                                      noframe_size=cfg.noframe_size, max_frames_in_memory=cfg.max_frames_in_memory,
+                                      request_batch=cfg.request_batch)
+            executor.answer(jobs, store, run_id, factory=model_factory or _default_factory, settings=settings,
+                            log=log, progress=progress)
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)
         totals = {m: n for (m,), n in store.count_by("model").items()}
     result = RunSummary(str(out), str(store_path), run_id, bench_info, summaries, predictions_file=predictions_file)
@@ -837,16 +472,9 @@ def _dry_run(
         for m in plan.missing_videos:
             log(f"  missing video: {m}")
         from tempcore.benchmarks import resolve_video
-        from tempcore.visual.answering import STRATEGY as VISUAL_STRATEGY
-        from tempcore.visual.run import is_visual_sample
 
         with_video = [s for s in mc if str(resolve_video(s, video_root)) not in set(plan.missing_videos)]
         by_cond: Counter[str] = Counter()
-        n_visual = sum(is_visual_sample(s) for s in with_video)
-        if n_visual:
-            by_cond[VISUAL_STRATEGY] = n_visual
-        mc = [s for s in mc if not is_visual_sample(s)]
-        with_video = [s for s in with_video if not is_visual_sample(s)]
         windows = 0
         for entry in cfg.conditions:
             base = entry.condition(cfg)
@@ -865,7 +493,7 @@ def _dry_run(
         upper += exact + windows
         lines.append(f"  {plan.name}: {len(plan.samples)} samples, {exact} requests per model"
                      + (f" + up to {windows} oracle windows" if windows else "")
-                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()) if v)})")
+                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()))})")
         if plan.missing_videos:
             lines.append(f"    {len(plan.missing_videos)} missing video(s): their samples get frameless conditions only")
     stored = _stored_counts(store_path)
@@ -946,20 +574,11 @@ def _without_url_credentials(model: dict[str, Any]) -> dict[str, Any]:
 
     env = model.get("api_key_env")
     key = os.environ.get(str(env)) if env else None
-    return redact_secrets(dict(model), [key])
+    redacted: dict[str, Any] = redact_secrets(dict(model), [key])
+    return redacted
 
 
-def _load_quietly(factory: Callable[[Any], Any], spec: Any, progress: bool) -> Any:
-    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too."""
-    if progress:
-        return factory(spec)
-    from tempcore.encoders.hf import progress_bars
-
-    with progress_bars(False):
-        return factory(spec)
-
-
-def _default_factory(spec: Any) -> Any:
+def _default_factory(spec: ModelSpec) -> Model:
     from tempcore.models import load_model
 
     return load_model(spec)

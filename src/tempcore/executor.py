@@ -1,0 +1,547 @@
+"""Executors: where a run's frames are scored and its work items answered.
+
+The runner (:mod:`tempcore.runner`) plans (:mod:`tempcore.planning`), checks identities and owns the
+run store; an :class:`Executor` does the two heavy steps:
+
+1. :meth:`Executor.timelines`: for the samples of one benchmark, the candidate frames at the run's
+   fps and the Eq. 1 scores of each needed text mode (:mod:`tempcore.scoring`, embedding cache),
+   or, with no score-based condition, the probed timestamps alone;
+2. :meth:`Executor.answer`: for each :class:`ModelJob` (one model entry and the work items it has
+   not answered yet), load the model once, decode the frames the items show (one pass per
+   :func:`tempcore.planning.answer_units` unit), answer in batches of ``request_batch``, turn each
+   response into a Prediction or a Failure (:func:`to_prediction`) and commit it to the store
+   (:func:`commit`). Failed calls go to the failures table, never into predictions.
+
+:class:`LocalExecutor` does both in this process, one model after the other. The Ray executor
+(:mod:`tempcore.ray_executor`) runs the same functions (:func:`frame_events`, :func:`answer_unit`)
+in Ray actors and commits on the driver, so both store the same rows.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from tempcore.errors import TempcoreError
+from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_units, damage_of
+from tempcore.records import Condition, Failure, Prediction, Sample
+
+if TYPE_CHECKING:
+    from tempcore.config import RunConfig
+    from tempcore.encoders.base import FrameTextEncoder
+    from tempcore.encoders.cache import EmbeddingCache
+    from tempcore.models.base import Model, ModelRequest, ModelResponse, ModelSpec
+    from tempcore.scoring import FrameScores, ScoreFailure
+    from tempcore.store import RunStore
+
+__all__ = [
+    "GREY",
+    "Answered",
+    "AnswerSettings",
+    "EncoderIdentity",
+    "Executor",
+    "Identity",
+    "LocalExecutor",
+    "ModelFactory",
+    "ModelJob",
+    "ModelSummary",
+    "Probe",
+    "ProbeFailure",
+    "answer_items",
+    "answer_unit",
+    "collect_timelines",
+    "commit",
+    "frame_events",
+    "to_prediction",
+]
+
+GREY = 128
+
+Key = tuple[str, str, str, str]
+ModelFactory = Callable[["ModelSpec"], "Model"]
+
+
+@dataclass
+class ModelSummary:
+    """What one model did in a run (counts of predictions; ``seconds`` spent answering)."""
+
+    model: str
+    planned: int = 0
+    stored_before: int = 0
+    done: int = 0
+    discarded: int = 0
+    replaced: int = 0
+    failed: int = 0
+    parse_failures: int = 0
+    correct: int = 0
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The fingerprints a model's predictions of one run carry (see :mod:`tempcore.identity`)."""
+
+    model_fingerprint: str = ""
+    encoder_fingerprint: str | None = None
+
+    def encoder_for(self, condition: Condition) -> str | None:
+        """The encoder fingerprint for a condition: only score-based conditions depend on the encoder."""
+        return self.encoder_fingerprint if condition.mode != "none" else None
+
+
+@dataclass
+class ModelJob:
+    """One model entry's share of a run: the items it has to answer (stored keys are not in it).
+
+    ``replace``: keys of stored rows whose fingerprints changed (``--recompute``), overwritten;
+    ``template``: the prompt template (the run's ``prompt`` or the entry's ``prompt_template``);
+    ``summary``: updated in place as batches are committed."""
+
+    spec: ModelSpec
+    method: str
+    items: list[WorkItem]
+    identity: Identity
+    summary: ModelSummary
+    template: str = "default"
+    replace: set[Key] | frozenset[Key] = frozenset()
+
+    def describe(self) -> str:
+        """The line a run logs when it starts this job."""
+        again = self.replace
+        return (f"model {self.spec.display_name}: {len(self.items)} to answer ({self.summary.stored_before} stored"
+                + (f", {len(again)} to replace" if again else "") + ")")
+
+
+@dataclass(frozen=True)
+class AnswerSettings:
+    """The run settings answering needs (from :class:`tempcore.config.RunConfig`)."""
+
+    video_root_of: Mapping[str, str | None] = field(default_factory=dict)
+    noframe_size: int = 384
+    max_frames_in_memory: int = 512
+    request_batch: int = 32
+
+
+class EncoderIdentity(Protocol):
+    """What the runner needs to know of the encoder an executor scores with."""
+
+    name: str
+    fingerprint: str
+
+
+class Executor(Protocol):
+    """Runs the heavy steps of a planned run; the runner plans, checks and owns the store.
+
+    ``prepare`` is called once before any scoring: it loads (or takes ``encoder``) the encoder
+    when ``cfg.needs_encoder`` and returns it (or an object naming it, with its fingerprint), or
+    ``None``. ``timelines`` scores the frames of one benchmark's samples. ``answer`` answers every
+    job and commits each result to ``store`` as it arrives (only the caller's process writes the
+    store). ``close`` releases what ``prepare`` / ``answer`` acquired."""
+
+    def prepare(
+        self, cfg: RunConfig, *, encoder: FrameTextEncoder | None, progress: bool,
+    ) -> EncoderIdentity | None: ...
+
+    def timelines(
+        self, samples: Sequence[Sample], modes: Sequence[str], *, cfg: RunConfig, cache: EmbeddingCache | None,
+        video_root: str | None, label: str, log: Callable[[str], None], progress: bool,
+    ) -> Timelines: ...
+
+    def answer(
+        self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
+        settings: AnswerSettings, log: Callable[[str], None], progress: bool,
+    ) -> None: ...
+
+    def close(self) -> None: ...
+
+
+# --- frame scoring ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A sample's timestamps from probing its video (runs without score-based conditions)."""
+
+    sample_id: str
+    video: str
+    timestamps: np.ndarray
+    damage: str | None = None
+
+
+@dataclass(frozen=True)
+class ProbeFailure:
+    """A sample whose video could not be probed."""
+
+    sample_id: str
+    video: str
+    error: str
+
+
+def frame_events(
+    samples: Sequence[Sample],
+    modes: Sequence[str],
+    *,
+    fps: float | None,
+    encoder: FrameTextEncoder | None,
+    cache: EmbeddingCache | None,
+    video_root: str | None,
+    on_sample: Callable[[Sample], None] | None = None,
+) -> Iterator[FrameScores | ScoreFailure | Probe | ProbeFailure]:
+    """The results of scoring (``modes``) or probing (no modes) the videos of ``samples``, as data.
+
+    Scoring yields :func:`tempcore.scoring.score_samples`' records; probing one :class:`Probe` or
+    :class:`ProbeFailure` per sample. ``on_sample`` is called once per sample done."""
+    if modes:
+        from tempcore.scoring import score_samples
+
+        if encoder is None:
+            raise RunError(f"frame scoring in modes {list(modes)} needs an encoder")
+        yield from score_samples(samples, encoder, list(modes), fps=fps, cache=cache, video_root=video_root,
+                                 on_sample=on_sample)
+        return
+    from tempcore.benchmarks import resolve_video
+    from tempcore.video import VideoError, probe
+
+    for s in samples:
+        path = resolve_video(s, video_root)
+        try:
+            info = probe(path, fps, start=s.start, end=s.end, media=s.media)
+            damage = damage_of(info)
+            yield Probe(s.sample_id, str(path), np.asarray(info.timestamps, dtype=np.float64),
+                        None if not damage else str(damage))
+        except VideoError as exc:
+            yield ProbeFailure(s.sample_id, str(path), str(exc))
+        if on_sample is not None:
+            on_sample(s)
+
+
+def collect_timelines(
+    events: Iterable[FrameScores | ScoreFailure | Probe | ProbeFailure],
+    modes: Sequence[str],
+    log: Callable[[str], None],
+) -> Timelines:
+    """Per sample: frame timestamps at the run's fps, the Eq. 1 scores of each needed mode, and the
+    damage the decoder reported (``None`` when clean); logs each failed and damaged sample.
+
+    A video that fails is listed once in ``failed_videos`` (distinct videos); a damaged one in
+    ``damaged_videos``. A sample whose scores failed for one mode but not another keeps no timeline."""
+    from tempcore.scoring import FrameScores
+
+    out: dict[str, Timeline] = {}
+    failed: dict[str, None] = {}
+    damaged: dict[str, None] = {}
+    for r in events:
+        if isinstance(r, FrameScores):
+            tl = out.setdefault(r.sample_id, Timeline(np.asarray(r.timestamps), {}))
+            tl.scores[r.mode] = np.asarray(r.s)
+            damage = damage_of(r)
+            if damage:
+                if tl.damage is None:
+                    log(f"  damaged video (sample {r.sample_id}): {damage}")
+                tl.damage = str(damage)
+                damaged[str(getattr(r, "video", "") or r.sample_id)] = None
+        elif isinstance(r, Probe):
+            out[r.sample_id] = Timeline(r.timestamps, {}, r.damage)
+            if r.damage:
+                damaged[r.video] = None
+                log(f"  damaged video (sample {r.sample_id}): {r.damage}")
+        elif isinstance(r, ProbeFailure):
+            failed[r.video] = None
+            log(f"  cannot decode: sample {r.sample_id}: {r.error}")
+        else:
+            failed[str(getattr(r, "video", r))] = None
+            log(f"  cannot score: {r}")
+    return Timelines({sid: v for sid, v in out.items() if set(v.scores) >= set(modes)},
+                     failed_videos=sorted(failed), damaged_videos=sorted(damaged))
+
+
+# --- answering --------------------------------------------------------------------------------
+
+
+def _load_frames(items: list[WorkItem], video_root: str | None) -> dict[int, np.ndarray]:
+    """Decode the union of the frames these items (all of one sample) show, in one pass."""
+    from tempcore.benchmarks import resolve_video
+    from tempcore.video import read_frames
+
+    wanted = sorted({i for it in items for i in it.frames.indices})
+    if not wanted:
+        return {}
+    s = items[0].sample
+    batch = read_frames(resolve_video(s, video_root), wanted, items[0].condition.fps, start=s.start, end=s.end,
+                        media=s.media)
+    return {int(i): batch.frames[j] for j, i in enumerate(wanted)}
+
+
+def _request(item: WorkItem, frames: Mapping[int, np.ndarray], template: str, noframe_size: int) -> ModelRequest:
+    from tempcore.models import ModelRequest
+    from tempcore.prompts import render_prompt
+
+    if item.frames.grey:
+        grey = np.full((noframe_size, noframe_size, 3), GREY, dtype=np.uint8)
+        images: tuple[np.ndarray, ...] = tuple(grey for _ in range(item.frames.requested))
+        timestamps = None
+    else:
+        images = tuple(frames[i] for i in item.frames.indices)
+        timestamps = item.frames.timestamps
+    prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
+    return ModelRequest(images=images, prompt=prompt, options=item.options, timestamps=timestamps,
+                        key="|".join(item.key_suffix))
+
+
+def to_prediction(
+    item: WorkItem, model: str, request: ModelRequest, response: ModelResponse, method: str,
+    identity: Identity | None = None,
+) -> Prediction | Failure:
+    """A model's response as a Prediction (answer mapped back to the original option order) or a Failure."""
+    from tempcore.answers import extract_choice
+    from tempcore.prompts import prompt_hash
+
+    identity = identity or Identity()
+    s = item.sample
+    if not response.ok:
+        return Failure(s.benchmark, s.sample_id, model, item.condition.key, str(response.error),
+                       attempts=max(int(response.attempts), 1))
+    text = response.text if response.text is not None else ""  # ok: never None
+    got = extract_choice(text, item.options)
+    answer = None if got.index is None else item.permutation[got.index]
+    probs = response.option_probs
+    original_probs = None
+    if probs is not None and len(probs) == len(item.options):
+        reordered = [0.0] * len(probs)
+        for j, p in enumerate(probs):
+            reordered[item.permutation[j]] = float(p)
+        original_probs = tuple(reordered)
+    return Prediction(
+        benchmark=s.benchmark, sample_id=s.sample_id, model=model, condition=item.condition.key,
+        response=text, answer=answer, correct=int(answer is not None and answer == s.answer),
+        frames=item.frames, prompt_hash=prompt_hash(request.prompt), latency_s=float(response.latency_s),
+        answer_method=method, option_probs=original_probs,
+        parse_error=got.error if answer is None else None, target=s.answer,
+        sample_hash=item.sample_hash, model_fingerprint=identity.model_fingerprint,
+        encoder_fingerprint=identity.encoder_for(item.condition), n_frames=item.n_frames,
+        video_damage=item.damage,
+    )
+
+
+@dataclass(frozen=True)
+class Answered:
+    """One batch's results, in item order. ``asked``: the model was called (``False`` for the
+    items whose frames failed to decode, which become Failures without a call)."""
+
+    items: tuple[WorkItem, ...]
+    results: tuple[Prediction | Failure, ...]
+    asked: bool = True
+
+
+def answer_unit(
+    model: Model,
+    unit: Sequence[WorkItem],
+    *,
+    video_root: str | None,
+    method: str = "generate",
+    template: str = "default",
+    noframe_size: int = 384,
+    request_batch: int = 32,
+    identity: Identity | None = None,
+) -> Iterator[Answered]:
+    """Answer one unit (items of one sample whose frames fit in memory together): decode its
+    frames in one pass, ask ``model`` in batches of ``request_batch``, yield each batch's results.
+
+    Frames that fail to decode fail only the items that show them (each a Failure ``frames: ...``,
+    without a model call); the no-frame items of the unit are still answered. A model that returns
+    a different number of responses than requests raises :class:`RunError`."""
+    framed = [it for it in unit if not it.frames.grey and it.frames.indices]
+    frames: dict[int, np.ndarray] = {}
+    todo = list(unit)
+    if framed:
+        try:
+            frames = _load_frames(framed, video_root)
+        except TempcoreError as exc:
+            fails = tuple(Failure(it.sample.benchmark, it.sample.sample_id, model.name, it.condition.key,
+                                  f"frames: {exc}") for it in framed)
+            yield Answered(tuple(framed), fails, asked=False)
+            failed_ids = {id(it) for it in framed}
+            todo = [it for it in todo if id(it) not in failed_ids]
+    for start in range(0, len(todo), max(request_batch, 1)):
+        batch = todo[start:start + max(request_batch, 1)]
+        requests = [_request(it, frames, template, noframe_size) for it in batch]
+        responses = model.answer(requests, method=method)
+        if len(responses) != len(requests):
+            raise RunError(f"model {model.name} returned {len(responses)} responses for {len(requests)} requests")
+        yield Answered(tuple(batch), tuple(to_prediction(it, model.name, req, resp, method, identity)
+                                           for it, req, resp in zip(batch, requests, responses)))
+
+
+def commit(
+    store: RunStore, run_id: str, answered: Answered, summary: ModelSummary,
+    replace: set[Key] | frozenset[Key] = frozenset(),
+) -> None:
+    """Write one batch's results: new predictions (first write wins: a key another writer stored
+    meanwhile counts as ``discarded``), replaced ones (keys in ``replace``, overwritten) and
+    failures (the failures table); update ``summary``."""
+    fresh: list[Prediction] = []
+    again: list[Prediction] = []
+    fails: list[Failure] = []
+    for out in answered.results:
+        if isinstance(out, Failure):
+            fails.append(out)
+        else:
+            (again if out.key in replace else fresh).append(out)
+    if answered.asked:
+        written = store.put(fresh, run_id)
+        replaced = store.put(again, run_id, overwrite=True) if again else 0
+    else:
+        written = replaced = 0
+    if fails:
+        store.put_failures(fails, run_id)
+    summary.done += written + replaced
+    summary.replaced += replaced
+    summary.discarded += len(fresh) - written
+    summary.failed += len(fails)
+    summary.parse_failures += sum(p.answer is None for p in (*fresh, *again))
+    summary.correct += sum(p.correct for p in (*fresh, *again))
+
+
+def bar(total: int, desc: str, enabled: bool) -> Any:
+    """A tqdm bar on stderr (disabled with progress off)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, file=sys.stderr, leave=False, dynamic_ncols=True)
+
+
+def close_bar(b: Any) -> None:
+    """Show the final count before closing: tqdm redraws at most every ``mininterval`` seconds, so
+    without this the last state shown stops short of the total."""
+    b.refresh()
+    b.close()
+
+
+class Progress:
+    """A model's progress bar: items done, with the count per strategy as postfix."""
+
+    def __init__(self, total: int, name: str, enabled: bool) -> None:
+        self.bar = bar(total, name, enabled)
+        self.per_condition: Counter[str] = Counter()
+
+    def update(self, answered: Answered) -> None:
+        if answered.asked:
+            for it in answered.items:
+                self.per_condition[it.condition.strategy] += 1
+        self.bar.update(len(answered.items))
+        if answered.asked:
+            self.bar.set_postfix_str(" ".join(f"{k}:{v}" for k, v in sorted(self.per_condition.items())),
+                                     refresh=False)
+
+    def close(self) -> None:
+        close_bar(self.bar)
+
+
+def answer_items(
+    model: Model,
+    items: list[WorkItem],
+    store: RunStore,
+    run_id: str,
+    *,
+    video_root_of: Mapping[str, str | None],
+    method: str = "generate",
+    template: str = "default",
+    noframe_size: int = 384,
+    max_frames_in_memory: int = 512,
+    request_batch: int = 32,
+    progress: bool = True,
+    summary: ModelSummary | None = None,
+    identity: Identity | None = None,
+    replace: set[Key] | frozenset[Key] = frozenset(),
+) -> ModelSummary:
+    """Answer ``items`` with ``model`` in this process and commit each batch to ``store``.
+
+    Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
+    every other key keeps the first write (a key another writer stored meanwhile counts as
+    ``discarded``, not ``done``). No-frame requests need no decoding, so a video that fails to decode
+    fails only the requests that show its frames.
+    """
+    summary = summary or ModelSummary(model.name)
+    shown = Progress(len(items), model.name, progress)
+    started = time.perf_counter()
+    for unit in answer_units(items, max_frames_in_memory):
+        bench = unit[0].sample.benchmark
+        for answered in answer_unit(model, unit, video_root=video_root_of.get(bench), method=method,
+                                    template=template, noframe_size=noframe_size, request_batch=request_batch,
+                                    identity=identity):
+            commit(store, run_id, answered, summary, replace)
+            shown.update(answered)
+    shown.close()
+    summary.seconds += time.perf_counter() - started
+    return summary
+
+
+def load_quietly(factory: ModelFactory, spec: ModelSpec, progress: bool) -> Model:
+    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too."""
+    if progress:
+        return factory(spec)
+    from tempcore.encoders.hf import progress_bars
+
+    with progress_bars(False):
+        return factory(spec)
+
+
+class LocalExecutor:
+    """The in-process executor: scores frames with one encoder, answers one model after the other.
+
+    Each model is loaded once (``factory``), answers its job, and is closed before the next one is
+    loaded, so one model's weights are in memory at a time."""
+
+    name = "local"
+
+    def __init__(self, encoder: FrameTextEncoder | None = None) -> None:
+        self.encoder = encoder
+
+    def prepare(
+        self, cfg: RunConfig, *, encoder: FrameTextEncoder | None, progress: bool,
+    ) -> FrameTextEncoder | None:
+        if encoder is not None:
+            self.encoder = encoder
+        if cfg.needs_encoder and self.encoder is None:
+            from tempcore.encoders import load_encoder
+            from tempcore.encoders.hf import progress_bars
+
+            with progress_bars(progress):  # --no-progress also hides transformers' "Loading weights"
+                self.encoder = load_encoder(cfg.encoder, **cfg.encoder_options)
+        return self.encoder
+
+    def timelines(
+        self, samples: Sequence[Sample], modes: Sequence[str], *, cfg: RunConfig, cache: EmbeddingCache | None,
+        video_root: str | None, label: str, log: Callable[[str], None], progress: bool,
+    ) -> Timelines:
+        b = bar(len(samples), f"{label}: frames", progress)
+        try:
+            events = frame_events(samples, modes, fps=cfg.fps, encoder=self.encoder if modes else None, cache=cache,
+                                  video_root=video_root, on_sample=lambda _s: b.update(1))
+            return collect_timelines(events, modes, log)
+        finally:
+            close_bar(b)
+
+    def answer(
+        self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
+        settings: AnswerSettings, log: Callable[[str], None], progress: bool,
+    ) -> None:
+        for job in jobs:
+            log(job.describe())
+            model = load_quietly(factory, job.spec, progress)
+            try:
+                answer_items(model, job.items, store, run_id, video_root_of=settings.video_root_of,
+                             method=job.method, template=job.template, noframe_size=settings.noframe_size,
+                             max_frames_in_memory=settings.max_frames_in_memory,
+                             request_batch=settings.request_batch, progress=progress, summary=job.summary,
+                             identity=job.identity, replace=job.replace)
+            finally:
+                model.close()
+
+    def close(self) -> None:
+        """Nothing to release: the encoder belongs to the caller or to this run's process."""

@@ -1,0 +1,232 @@
+"""The plan of a run: (configuration, samples, timelines) -> work items, pure.
+
+A *work item* is one (sample, condition) to show a model: the condition's FrameSet and the options
+in the order shown. :func:`plan_items` builds them from what it is given and nothing else (no file,
+no encoder, no model, no store): the samples of one benchmark (loaded and preflighted by the
+runner), each sample's :class:`Timeline` (the candidate frames' timestamps at the run's fps and the
+Eq. 1 scores of each text mode the conditions need, computed by an executor, see
+:mod:`tempcore.executor`) and each sample's identity hash. The same plan is therefore run by every
+executor (in process, or on a Ray cluster): only *where* frames are scored and questions answered
+differs, never *what* is asked.
+
+Expansion (the choices, stated once): a frameless condition (``noframe`` / ``textonly``) gives
+one item per sample, also for a sample whose video is missing or failed; a framed condition gives
+items only for the samples that have a timeline; ``oracle`` expands into one condition per window
+(``window=i``); ``rotations`` into one condition per option rotation (outermost), each showing the
+options rotated and carrying the permutation that maps the shown order back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tempcore.config import FRAMELESS, ConditionEntry, RunConfig
+from tempcore.errors import TempcoreError
+from tempcore.records import Condition, FrameSet, Sample
+
+__all__ = [
+    "BenchmarkPlan",
+    "RunError",
+    "Timeline",
+    "Timelines",
+    "WorkItem",
+    "answer_units",
+    "chunks_by_frames",
+    "damage_of",
+    "expand_condition",
+    "in_shard",
+    "plan_items",
+]
+
+
+class RunError(TempcoreError):
+    """The run cannot start or go on (names what is wrong)."""
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One (sample, condition) to show a model: the FrameSet and the options in the order shown.
+
+    ``permutation[j]`` is the original index of the j-th option shown; ``sample_hash`` the sample's
+    identity (:func:`tempcore.identity.sample_identity`); ``n_frames`` L, the number of decoded
+    frames of the sample's video at the run's fps (``None`` without a timeline); ``damage`` what the
+    decoder reported for the video (``None`` when clean)."""
+
+    sample: Sample
+    condition: Condition
+    frames: FrameSet
+    options: tuple[str, ...]
+    permutation: tuple[int, ...]
+    sample_hash: str = ""
+    n_frames: int | None = None
+    damage: str | None = None
+
+    @property
+    def key_suffix(self) -> tuple[str, str, str]:
+        return (self.sample.benchmark, self.sample.sample_id, self.condition.key)
+
+    def key(self, model: str) -> tuple[str, str, str, str]:
+        """The run store's key of this item's prediction by ``model``."""
+        return (self.sample.benchmark, self.sample.sample_id, model, self.condition.key)
+
+
+@dataclass
+class BenchmarkPlan:
+    """One benchmark's samples, work items and what the preflight and the frame scoring found."""
+
+    name: str
+    samples: list[Sample]
+    items: list[WorkItem]
+    video_root: str | None
+    invalid: int = 0
+    skipped: int = 0
+    missing_videos: list[str] = field(default_factory=list)
+    failed_videos: list[str] = field(default_factory=list)
+    damaged_videos: list[str] = field(default_factory=list)
+    samples_without_frames: int = 0
+    damaged_skipped: int = 0
+    not_multiple_choice: int = 0
+    sample_identity: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+
+
+@dataclass
+class Timeline:
+    """One sample's candidate frames: timestamps at the run's fps, Eq. 1 scores per mode, damage."""
+
+    timestamps: np.ndarray
+    scores: dict[str, np.ndarray]
+    damage: str | None = None
+
+
+@dataclass
+class Timelines:
+    """What an executor's frame scoring of one benchmark returns.
+
+    ``by_sample``: the timeline of every sample that has all the needed modes; ``failed_videos``
+    and ``damaged_videos``: distinct video paths (sorted) that failed to decode / decoded with
+    damage."""
+
+    by_sample: dict[str, Timeline]
+    failed_videos: list[str] = field(default_factory=list)
+    damaged_videos: list[str] = field(default_factory=list)
+
+
+def in_shard(sample: Sample, shard: tuple[int, int] | None) -> bool:
+    """Stable partition of samples into ``n`` shards by a hash of (benchmark, sample id)."""
+    if shard is None:
+        return True
+    index, n = shard
+    digest = hashlib.sha256(f"{sample.benchmark}\x1f{sample.sample_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % n == index
+
+
+def damage_of(result: Any) -> str | None:
+    """What the decoder reported as damage for a scoring / probe result, ``None`` for a clean decode.
+
+    ``damage`` (text) when the result carries it; otherwise the older flags: ``truncated`` /
+    ``truncated_video`` (the file stopped early) with ``error`` when given."""
+    damage = getattr(result, "damage", None)
+    if damage:
+        return str(damage)
+    if getattr(result, "truncated", False) or getattr(result, "truncated_video", False):
+        error = getattr(result, "error", None)
+        return "truncated: the decoder stopped early" + (f" ({error})" if error else "")
+    return None
+
+
+def expand_condition(
+    entry: ConditionEntry,
+    base: Condition,
+    sample: Sample,
+    timestamps: np.ndarray | None,
+    scores: Mapping[str, np.ndarray],
+) -> list[tuple[Condition, FrameSet]]:
+    """The (condition, FrameSet) pairs one condition entry gives for one sample."""
+    from tempcore.selection import select
+
+    pairs: list[tuple[Condition, FrameSet]]
+    if base.strategy in FRAMELESS:
+        ts = timestamps if timestamps is not None else np.empty(0)
+        chosen = select(base, ts, None, sample_id=sample.sample_id, **entry.params)
+        assert not isinstance(chosen, list)
+        pairs = [(base, chosen)]
+    else:
+        if timestamps is None:
+            raise RunError(f"sample {sample.sample_id}: condition {base.key} needs frames but has no timeline")
+        s = scores.get(base.mode) if base.mode != "none" else None
+        got = select(base, timestamps, s, sample_id=sample.sample_id, **entry.params)
+        if isinstance(got, list):  # oracle: one condition per window
+            pairs = [(base.replace(window=i), fs) for i, fs in enumerate(got)]
+        else:
+            pairs = [(base, got)]
+    out = []
+    for rotation in entry.rotation_list(len(sample.options)):
+        for cond, fs in pairs:
+            out.append((cond.replace(rotation=rotation) if rotation else cond, fs))
+    return out
+
+
+def _rotate(options: Sequence[str], rotation: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    from tempcore.prompts import rotate_options
+
+    return rotate_options(options, rotation)
+
+
+def plan_items(
+    cfg: RunConfig,
+    samples: Sequence[Sample],
+    timelines: Mapping[str, Timeline],
+    sample_hashes: Mapping[str, str],
+) -> list[WorkItem]:
+    """Every work item of ``samples`` under ``cfg.conditions``, in sample order then condition order.
+
+    Pure: reads only its arguments. A sample without a timeline gets its frameless conditions
+    only (its video is missing, failed to decode, or was skipped as damaged; the runner lists it)."""
+    conds = [(e, e.condition(cfg)) for e in cfg.conditions]
+    items: list[WorkItem] = []
+    for sample in samples:
+        tl = timelines.get(sample.sample_id)
+        for entry, base in conds:
+            if base.strategy not in FRAMELESS and tl is None:
+                continue
+            ts, scores = (tl.timestamps, tl.scores) if tl is not None else (None, {})
+            for cond, fs in expand_condition(entry, base, sample, ts, scores):
+                rotated, perm = _rotate(sample.options, cond.rotation)
+                items.append(WorkItem(
+                    sample, cond, fs, rotated, perm, sample_hash=sample_hashes[sample.sample_id],
+                    n_frames=None if tl is None else int(len(tl.timestamps)),
+                    damage=None if tl is None else tl.damage,
+                ))
+    return items
+
+
+def chunks_by_frames(items: Iterable[WorkItem], budget: int) -> Iterable[list[WorkItem]]:
+    """Consecutive runs of ``items`` whose union of frame indices stays within ``budget`` frames.
+
+    A single item showing more frames than the budget is a chunk of its own."""
+    chunk: list[WorkItem] = []
+    frames: set[int] = set()
+    for it in items:
+        new = frames | set(it.frames.indices)
+        if chunk and len(new) > budget:
+            yield chunk
+            chunk, new = [], set(it.frames.indices)
+        chunk.append(it)
+        frames = new
+    if chunk:
+        yield chunk
+
+
+def answer_units(items: Sequence[WorkItem], max_frames_in_memory: int) -> list[list[WorkItem]]:
+    """The units an executor answers: items grouped by sample (first appearance order), each
+    group split by :func:`chunks_by_frames`. One unit's frames are decoded in one pass and held
+    together; no unit spans two samples."""
+    by_sample: dict[tuple[str, str], list[WorkItem]] = {}
+    for it in items:
+        by_sample.setdefault((it.sample.benchmark, it.sample.sample_id), []).append(it)
+    return [chunk for group in by_sample.values() for chunk in chunks_by_frames(group, max_frames_in_memory)]
