@@ -156,12 +156,14 @@ def plan_benchmark(
     """
     from tempcore.benchmarks import resolve_video
     from tempcore.identity import fingerprint, sample_identity
+    from tempcore.visual.run import IDENTITY_KEY, is_visual_sample, visual_identity, visual_items
 
     if executor is None:
         executor = LocalExecutor(encoder)
     plan, mc, video_root = _load_plan(cfg, bench_index, limit=limit, shard=shard, log=log)
     missing = set(plan.missing_videos)
     has_video = [s for s in mc if str(resolve_video(s, video_root)) not in missing]
+    visual = {s.sample_id for s in mc if is_visual_sample(s)}  # answered under visual_options only
     for m in plan.missing_videos:
         log(f"  missing video: {m}")
 
@@ -180,6 +182,8 @@ def plan_benchmark(
     identity: dict[str, str] = {}
     for s in mc:
         data = sample_identity(s, video_ids.get(str(resolve_video(s, video_root))))
+        if s.sample_id in visual:
+            data[IDENTITY_KEY] = visual_identity(s, video_root)
         digest = fingerprint(data)
         identity[s.sample_id] = digest
         plan.sample_identity[s.sample_id] = (digest, data)
@@ -187,8 +191,9 @@ def plan_benchmark(
     framed = [c for c in (e.condition(cfg) for e in cfg.conditions) if c.strategy not in FRAMELESS]
     modes = sorted({c.mode for c in framed if c.mode != "none"})
     timeline: dict[str, Timeline] = {}
-    if framed and has_video:
-        found = executor.timelines(has_video, modes, cfg=cfg, cache=cache,
+    ordinary = [s for s in has_video if s.sample_id not in visual]
+    if framed and ordinary:
+        found = executor.timelines(ordinary, modes, cfg=cfg, cache=cache,
                                    video_root=None if video_root is None else str(video_root),
                                    label=plan.name, log=log, progress=progress)
         timeline = dict(found.by_sample)
@@ -199,8 +204,12 @@ def plan_benchmark(
             del timeline[sid]
             plan.damaged_skipped += 1
     if framed:
-        plan.samples_without_frames = sum(s.sample_id not in timeline for s in mc)
-    plan.items = plan_items(cfg, mc, timeline, identity)
+        plan.samples_without_frames = sum(s.sample_id not in timeline and s.sample_id not in visual for s in mc)
+    plan.items = plan_items(cfg, [s for s in mc if s.sample_id not in visual], timeline, identity)
+    try:
+        plan.items += visual_items([s for s in has_video if s.sample_id in visual], identity)
+    except ValueError as exc:  # a row without the metadata its build writes
+        raise RunError(str(exc)) from None
     return plan
 
 
@@ -472,9 +481,15 @@ def _dry_run(
         for m in plan.missing_videos:
             log(f"  missing video: {m}")
         from tempcore.benchmarks import resolve_video
+        from tempcore.visual.run import VISUAL_STRATEGY, is_visual_sample
 
         with_video = [s for s in mc if str(resolve_video(s, video_root)) not in set(plan.missing_videos)]
         by_cond: Counter[str] = Counter()
+        n_visual = sum(is_visual_sample(s) for s in with_video)
+        if n_visual:  # visual-option samples: one visual_options request each (tempcore.visual.run)
+            by_cond[VISUAL_STRATEGY] = n_visual
+        mc = [s for s in mc if not is_visual_sample(s)]
+        with_video = [s for s in with_video if not is_visual_sample(s)]
         windows = 0
         for entry in cfg.conditions:
             base = entry.condition(cfg)
@@ -493,7 +508,7 @@ def _dry_run(
         upper += exact + windows
         lines.append(f"  {plan.name}: {len(plan.samples)} samples, {exact} requests per model"
                      + (f" + up to {windows} oracle windows" if windows else "")
-                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()))})")
+                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()) if v)})")
         if plan.missing_videos:
             lines.append(f"    {len(plan.missing_videos)} missing video(s): their samples get frameless conditions only")
     stored = _stored_counts(store_path)

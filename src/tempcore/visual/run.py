@@ -33,13 +33,21 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tempcore.records import Condition, FrameSet, Sample
+from tempcore.errors import TempcoreError
+from tempcore.records import Condition, Failure, FrameSet, Sample
 from tempcore.visual.answering import STRATEGY
 from tempcore.visual.requests import PROMPT_FORM, VIDEO_FRAMES, request_for_sample, shown_images
 
+if TYPE_CHECKING:
+    from tempcore.executor import Answered, Identity
+    from tempcore.models.base import Model
+    from tempcore.planning import WorkItem
+
+VISUAL_STRATEGY = STRATEGY
 VISUAL_TASKS = frozenset({"tfr", "vfp", "cmd"})
 IDENTITY_KEY = "option frames"
 """The entry of a sample's identity that holds :func:`visual_identity` (its name is how a change is told)."""
@@ -83,10 +91,62 @@ def visual_identity(sample: Sample, video_root: str | Path | None, context_k: in
     return data
 
 
-def visual_request(item: Any, video_root: str | Path | None, *, context_k: int = VIDEO_FRAMES) -> tuple[Any, Any]:
+def visual_items(samples: Sequence[Sample], sample_hashes: Mapping[str, str],
+                 context_k: int = VIDEO_FRAMES) -> list[WorkItem]:
+    """One work item per visual-option sample (pure, like :func:`tempcore.planning.plan_items`): its
+    condition (:func:`visual_condition`), the options as built (no rotation) and an empty FrameSet of
+    ``k`` requested images, filled in when the request is built (:func:`visual_request`). Raises
+    ``ValueError`` naming the sample when its metadata lacks what the request needs."""
+    from tempcore.planning import WorkItem
+
+    items = []
+    for s in samples:
+        cond = visual_condition(s, context_k)
+        items.append(WorkItem(s, cond, FrameSet((), (), requested=cond.k or 0), tuple(s.options),
+                              tuple(range(len(s.options))), sample_hash=sample_hashes[s.sample_id]))
+    return items
+
+
+def answer_visual(
+    model: Model,
+    items: Sequence[WorkItem],
+    *,
+    video_root: str | None,
+    method: str = "generate",
+    request_batch: int = 32,
+    identity: Identity | None = None,
+) -> Iterator[Answered]:
+    """Answer visual-option work items (the executor's path for them, see
+    :func:`tempcore.executor.answer_unit`): build each request, ask ``model`` in batches, yield the
+    results. An item whose request cannot be built is a Failure ``visual options: ...`` without a
+    call."""
+    from tempcore.executor import Answered, to_prediction
+    from tempcore.planning import RunError
+
+    built: list[tuple[WorkItem, Any]] = []
+    for it in items:
+        try:
+            req, shown = visual_request(it, video_root)
+            built.append((shown, req))
+        except (TempcoreError, OSError, KeyError, ValueError) as exc:
+            fail = Failure(it.sample.benchmark, it.sample.sample_id, model.name, it.condition.key,
+                           f"visual options: {exc}")
+            yield Answered((it,), (fail,), asked=False)
+    step = max(request_batch, 1)
+    for start in range(0, len(built), step):
+        batch = built[start:start + step]
+        responses = model.answer([r for _, r in batch], method=method)
+        if len(responses) != len(batch):
+            raise RunError(f"model {model.name} returned {len(responses)} responses for {len(batch)} requests")
+        yield Answered(tuple(it for it, _ in batch), tuple(to_prediction(it, model.name, req, resp, method, identity)
+                                                           for (it, req), resp in zip(batch, responses)))
+
+
+def visual_request(item: WorkItem, video_root: str | Path | None, *,
+                   context_k: int = VIDEO_FRAMES) -> tuple[Any, WorkItem]:
     """The request of a planned visual-option work item, and the item with the frames it shows.
 
-    ``item`` is a :class:`tempcore.runner.WorkItem`; raises :class:`tempcore.errors.TempcoreError`
+    ``item`` is a :class:`tempcore.planning.WorkItem`; raises :class:`tempcore.errors.TempcoreError`
     (a video that does not decode) or ``OSError`` / ``KeyError`` (a missing probe image, a row without
     its metadata), which the runner records as the key's failure."""
     req = request_for_sample(item.sample, video_root, context_k=context_k)
@@ -101,9 +161,12 @@ def visual_request(item: Any, video_root: str | Path | None, *, context_k: int =
 
 __all__ = [
     "IDENTITY_KEY",
+    "VISUAL_STRATEGY",
     "VISUAL_TASKS",
+    "answer_visual",
     "is_visual_sample",
     "visual_condition",
     "visual_identity",
+    "visual_items",
     "visual_request",
 ]
