@@ -18,6 +18,10 @@ The pipeline (every arrow persisted or cached):
    the store). Failed calls go to the failures table, never into predictions. A rerun makes no
    call for a stored key whose fingerprints match.
 
+Visual-option samples (rows of ``tempcore visual build``: options that are frame sequences, and
+their text controls) skip steps 2-3: each is one work item under ``visual_options``, whatever the
+listed conditions, and its request is built from its own metadata (:mod:`tempcore.visual.run`).
+
 Executors: :class:`tempcore.executor.LocalExecutor` (the default: this process, one model after
 the other); the Ray executor (``executor: ray``) runs the same steps on a Ray cluster.
 
