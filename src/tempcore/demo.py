@@ -334,7 +334,8 @@ def _visual_planted(world: Any, table: Any, samples: dict[str, Any]) -> dict[str
             f = len(shown)
             last = [scene.frame_time(i) for i in range(scene.n_frames - f, scene.n_frames)]
             vfp["questions"] += 1
-            vfp["correct_is_future"] += (len(last) == f and all(abs(a - b) < 1e-3 for a, b in zip(shown, last))
+            vfp["correct_is_future"] += (bool(shown) and len(stamps) >= n_ctx > 0 and len(last) == f
+                                         and all(abs(a - b) < 1e-3 for a, b in zip(shown, last))
                                          and min(shown) > max(stamps[:n_ctx]))
     return {"tfr": tfr, "vfp": vfp}
 
