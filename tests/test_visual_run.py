@@ -233,3 +233,34 @@ def test_a_request_that_cannot_be_built_is_a_failure_then_retried(builds: dict[s
     probe.write_bytes(saved)
     second, _ = _run(cfg)
     assert second.models[0].done == 4 and second.models[0].failed == 0
+
+
+def test_a_tiny_hf_vlm_answers_visual_options_through_the_run(builds: dict[str, Path], tmp_path: Path) -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny_vlms import build_tiny_vlm
+
+    vlm = build_tiny_vlm("qwen2_vl", tmp_path / "vlm")
+    cfg = RunConfig.from_dict({
+        "out": str(tmp_path / "run"), "k": 4, "cache": str(builds["root"] / "cache"),
+        "benchmarks": [{"name": "generic", "annotations": str(builds["root"] / "vfp" / "annotations.jsonl"),
+                        "video_root": str(builds["clips"]), "options": {"benchmark_name": "vfp"}}],
+        "models": [{"backend": "hf", "model": str(vlm), "name": "tiny-qwen", "max_new_tokens": 3,
+                    "method": "option_scores"}],
+        "conditions": ["uniform"],
+    }, source="test")
+    summary, made = _run(cfg)
+    assert summary.models[0].done == 1 and summary.models[0].failed == 0
+    (req,) = made[0].requests
+    # the HF chat template interleaves each option label with its own frames (4 context + 4 x 4)
+    text = made[0].inner.render(req)
+    pad = "<|vision_start|><|image_pad|><|vision_end|>"
+    assert text.count(pad) == 20
+    labels = [text.index(f'"{x}": ') for x in "ABCD"]
+    assert text[:labels[0]].count(pad) == 4
+    for a, b in zip(labels, labels[1:] + [len(text)]):
+        assert text[a:b].count(pad) == 4
+    with RunStore.open(tmp_path / "run" / "store.sqlite") as store:
+        (p,) = store.predictions()
+    assert p.answer in range(4) and p.option_probs is not None and len(p.frames) == 20
