@@ -19,11 +19,16 @@
 6. answer the world binarised (``binary: true``: each question with n options becomes n-1 binary
    questions {correct, negative}) under ``uniform`` only, for its first 48 questions, in a run of its own (``binary-run``; the
    frame embeddings come from the same cache), and score BA / MBA / chance MBA per zoo model beside
-   its multiple-choice accuracy under ``uniform`` (:func:`demo_mba`).
+   its multiple-choice accuracy under ``uniform`` (:func:`demo_mba`);
+6. with ``--visual``: visual answer options (paper 002) built from the world's planted events — TFR
+   (with its text control) and VFP over its first :data:`VISUAL_VIDEOS` videos — answered by the
+   same panel through the run store under ``visual_options``, checked against the planted windows
+   and scored with the paper's statistics (:func:`demo_visual`).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -75,8 +80,10 @@ def run_demo(
     k: int = 8,
     progress: bool = True,
     log: Callable[[str], None] = print,
+    visual: bool = False,
 ) -> dict[str, Any]:
-    """Generate, audit, diagnose, export, report; returns the recovery (``tempcore demo --json``)."""
+    """Generate, audit, diagnose, export, report; returns the recovery (``tempcore demo --json``).
+    ``visual``: also the visual-answer-options section (:func:`demo_visual`, key ``visual``)."""
     import torch
 
     from tempcore.diagnostics import diagnose
@@ -111,6 +118,8 @@ def run_demo(
     report_files = write_report(report, out / "report")
     result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
     result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
+    if visual:
+        result["visual"] = demo_visual(world, out, progress=progress, log=log)
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
@@ -298,5 +307,158 @@ def format_demo(result: dict[str, Any]) -> str:
         parts.append(format_grounding(result["grounding"]))
     if result.get("mba"):
         parts.append(format_mba(result["mba"]))
+    if result.get("visual"):
+        parts.append(format_visual(result["visual"]))
     parts.append(f"report: {result['report']}\nTempCore subset: {result['subset']}")
     return "\n\n".join(parts)
+
+
+# --- visual answer options (``tempcore demo --visual``) ----------------------------------------
+
+VISUAL_FRAMES_PER_OPTION = 4  # TFR option length on the world (its planted windows last 1-3 s at 10 fps)
+VISUAL_VIDEOS = 48  # the visual section uses the world's first 48 videos (each request decodes its own frames)
+
+
+def demo_visual(
+    world: Any, out: Path, *, progress: bool = True, log: Callable[[str], None] = print, n_boot: int = 10_000,
+    models: list[dict[str, Any]] | None = None, videos: int | None = VISUAL_VIDEOS,
+) -> dict[str, Any]:
+    """Visual answer options (paper 002) on the world: TFR and VFP built from the planted events and
+    encoded videos of its first ``videos`` videos (all with ``None``), answered by the zoo through ``tempcore run`` (the run store, ``visual_options``),
+    scored with :func:`tempcore.visual.scoring.score_predictions`.
+
+    The world plants each event at known times (:mod:`tempcore.world.scene`), so what a question's
+    correct option must show is known independently of the builder. ``planted`` checks it on the
+    frames the models were shown (the stored ``frames`` of the first model's predictions):
+
+    - TFR: ``anchor_planted`` / ``correct_planted`` count the visual questions whose anchor / correct
+      event is a planted event of the scene (same label, same window); ``correct_in_window`` those
+      whose correct option's every shown frame lies inside the planted window of that event
+      (``[start, end)``); ``fallback_anchor`` those whose closest distractor fell back to the anchor
+      (a world video holds at most two events, so every world TFR question does);
+    - VFP: ``correct_is_future`` counts the questions whose correct option's shown frames are exactly
+      the clip's last ``future_frames`` frames (``i / fps`` for ``i = L - f .. L - 1``, the scene's
+      own frame times) and come after every context frame.
+
+    ``groups`` / ``gaps`` are ``tempcore visual score``'s (accuracy, Wilson and bootstrap intervals,
+    chance, errors by distractor, modal perplexity; the visual-vs-text gap of TFR with its paired
+    interval). Choices: the TFR option length is :data:`VISUAL_FRAMES_PER_OPTION` frames; VFP has no
+    text control (it needs captions of the options, which the world does not write); the run lists
+    ``uniform`` only because a run needs a condition — every sample here is a visual-option sample,
+    answered under ``visual_options``. ``models`` defaults to the demo's panel (:func:`zoo_specs`).
+    """
+    import pyarrow.compute as pc
+
+    from tempcore.config import RunConfig
+    from tempcore.runner import run
+    from tempcore.tidy import read_predictions
+    from tempcore.visual.scoring import samples_from_annotations, score_predictions
+    from tempcore.world.answerers.model import zoo_specs
+    from tempcore.world.visual import world_tfr, world_vfp
+
+    folder = out / "visual"
+    tfr = world_tfr(world, folder / "tfr", videos=videos, frames_per_option=VISUAL_FRAMES_PER_OPTION)
+    vfp = world_vfp(world, folder / "vfp", videos=videos)
+    log(f"visual options: {tfr['questions']} TFR questions (+ their text control), {vfp['questions']} VFP "
+        f"questions, into {folder}")
+    annotations = {"world-tfr": (folder / "tfr" / "annotations.jsonl", world.root),
+                   "world-vfp": (folder / "vfp" / "annotations.jsonl", world.root / "videos")}
+    cfg = RunConfig.from_dict({
+        "out": str(folder / "run"), "fps": world.config.fps, "k": 8, "seed": 0,
+        "benchmarks": [{"name": "generic", "annotations": str(ann), "video_root": str(root),
+                        "options": {"benchmark_name": name}} for name, (ann, root) in annotations.items()],
+        "models": models if models is not None else [spec.to_dict() for spec in zoo_specs()],
+        "conditions": [{"strategy": "uniform"}], "request_batch": 16,
+    }, source="tempcore demo --visual")
+    summary = run(cfg, progress=progress, log=log, recompute=True)
+    if summary.predictions_file is None:  # pragma: no cover - pyarrow missing
+        raise RuntimeError("tempcore demo --visual needs pyarrow (the run's predictions table)")
+    table = read_predictions(summary.predictions_file)
+    samples: dict[str, Any] = {}
+    for ann, _root in annotations.values():
+        samples.update(samples_from_annotations(ann))
+    ids = set(samples)
+    table = _only_samples(table, ids)
+    scored = score_predictions(table, samples, n_boot=n_boot, seed=0)
+    first = sorted(set(table.column("model").to_pylist()))[0] if table.num_rows else None
+    mine = table.filter(pc.equal(table.column("model"), first)) if first else table
+    return {
+        "tfr": {k: tfr[k] for k in ("questions", "by_type", "fallback_anchor", "rows", "frames_per_option")},
+        "vfp": {k: vfp[k] for k in ("questions", "context_frames", "future_frames")},
+        "videos": len(world.scenes) if videos is None else min(videos, len(world.scenes)),
+        "planted": _visual_planted(world, mine, samples),
+        "groups": [{k: g[k] for k in ("model", "task", "options", "n", "accuracy", "wilson", "bootstrap", "chance",
+                                      "errors_by_distractor", "perplexity", "by_question_type")}
+                   for g in scored["groups"]],
+        "gaps": scored["gaps"],
+        "n_boot": n_boot,
+        "run": summary.out,
+    }
+
+
+def _visual_planted(world: Any, table: Any, samples: dict[str, Any]) -> dict[str, Any]:
+    """The planted-truth checks of :func:`demo_visual` over one model's stored frames."""
+    from tempcore.visual.requests import VIDEO_FRAMES
+    from tempcore.world.visual import scene_events
+
+    scenes = world.world.scene_map()
+    tfr = {"questions": 0, "anchor_planted": 0, "correct_planted": 0, "correct_in_window": 0, "fallback_anchor": 0}
+    vfp = {"questions": 0, "correct_is_future": 0}
+    eps = 1e-6
+    for r in table.select(["sample_id", "frame_timestamps"]).to_pylist():
+        meta = samples[r["sample_id"]]
+        if meta.get("option_modality") != "visual":
+            continue
+        raw = r["frame_timestamps"]
+        stamps = [float(t) for t in (json.loads(raw) if isinstance(raw, str) else raw or [])]
+        if meta["task"] == "tfr":
+            scene = scenes[meta["video_id"]]
+            planted = {(e.label, round(e.start, 6), round(e.end, 6)) for e in scene_events(scene)}
+            opts = meta["visual_options"]
+            correct = opts[meta["answer"]]
+            ev = correct["event"]
+            cut = VIDEO_FRAMES + sum(len(o["times"]) for o in opts[:meta["answer"]])
+            shown = stamps[cut:cut + len(correct["times"])]
+            tfr["questions"] += 1
+            a = meta["anchor"]
+            tfr["anchor_planted"] += (a["label"], round(a["start"], 6), round(a["end"], 6)) in planted
+            tfr["correct_planted"] += (ev["label"], round(ev["start"], 6), round(ev["end"], 6)) in planted
+            tfr["correct_in_window"] += bool(shown) and all(ev["start"] - eps <= t < ev["end"] for t in shown)
+            tfr["fallback_anchor"] += meta.get("distractor_fallback") == "anchor"
+        elif meta["task"] == "vfp":
+            scene = scenes[r["sample_id"]]  # a VFP question's id is its clip's stem: the world's video id
+            opts = meta["visual_options"]
+            n_ctx = len(meta["context"]["times"])
+            cut = n_ctx + sum(len(o["times"]) for o in opts[:meta["answer"]])
+            shown = stamps[cut:cut + len(opts[meta["answer"]]["times"])]
+            f = len(shown)
+            last = [scene.frame_time(i) for i in range(scene.n_frames - f, scene.n_frames)]
+            vfp["questions"] += 1
+            vfp["correct_is_future"] += (bool(shown) and len(stamps) >= n_ctx > 0 and len(last) == f
+                                         and all(abs(a - b) < 1e-3 for a, b in zip(shown, last))
+                                         and min(shown) > max(stamps[:n_ctx]))
+    return {"tfr": tfr, "vfp": vfp}
+
+
+def format_visual(result: dict[str, Any]) -> str:
+    """The demo's visual-options table: accuracy per model, task and option form, and the gaps."""
+    p = result["planted"]
+    lines = [
+        f"visual answer options (paper 002): TFR {p['tfr']['questions']} questions — correct option inside the "
+        f"planted window {p['tfr']['correct_in_window']}/{p['tfr']['questions']}, anchor planted "
+        f"{p['tfr']['anchor_planted']}/{p['tfr']['questions']}; VFP {p['vfp']['questions']} questions — correct "
+        f"option = the clip's last frames {p['vfp']['correct_is_future']}/{p['vfp']['questions']}",
+        f"{'model':14} {'task':4} {'options':7} {'n':>4} {'accuracy':>8} {'chance':>6}  wilson 95%",
+    ]
+    for g in result["groups"]:
+        acc = "-" if g["accuracy"] is None else f"{100 * g['accuracy']:.1f}"
+        lo, hi = g["wilson"]
+        ci = "-" if lo is None else f"[{100 * lo:.1f}, {100 * hi:.1f}]"
+        lines.append(f"{g['model']:14} {g['task']:4} {g['options']:7} {g['n']:>4} {acc:>8} "
+                     f"{100 * g['chance']:>6.1f}  {ci}")
+    for gap in result["gaps"]:
+        lo, hi = gap["bootstrap"]
+        lines.append(f"gap {gap['model']} {gap['task']}: visual {100 * gap['visual']:.1f} - text "
+                     f"{100 * gap['text']:.1f} = {100 * gap['gap']:+.1f} points [{100 * lo:+.1f}, {100 * hi:+.1f}] "
+                     f"({gap['n_pairs']} pairs)")
+    return "\n".join(lines)

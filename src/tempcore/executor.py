@@ -405,6 +405,13 @@ def answer_unit(
     Frames that fail to decode fail only the items that show them (each a Failure ``frames: ...``,
     without a model call); the no-frame items of the unit are still answered. A model that returns
     a different number of responses than requests raises :class:`RunError`."""
+    from tempcore.visual.run import VISUAL_STRATEGY, answer_visual
+
+    visual = [it for it in unit if it.condition.strategy == VISUAL_STRATEGY]
+    if visual:  # visual-option samples build their own requests (tempcore.visual.run)
+        yield from answer_visual(model, visual, video_root=video_root, method=method,
+                                 request_batch=request_batch, identity=identity)
+        unit = [it for it in unit if it.condition.strategy != VISUAL_STRATEGY]
     framed = [it for it in unit if not it.frames.grey and it.frames.indices]
     frames: dict[int, np.ndarray] = {}
     todo = list(unit)

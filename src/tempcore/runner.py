@@ -18,6 +18,10 @@ The pipeline (every arrow persisted or cached):
    the store). Failed calls go to the failures table, never into predictions. A rerun makes no
    call for a stored key whose fingerprints match.
 
+Visual-option samples (rows of ``tempcore visual build``: options that are frame sequences, and
+their text controls) skip steps 2-3: each is one work item under ``visual_options``, whatever the
+listed conditions, and its request is built from its own metadata (:mod:`tempcore.visual.run`).
+
 Executors: :class:`tempcore.executor.LocalExecutor` (the default: this process, one model after
 the other); the Ray executor (``executor: ray``) runs the same steps on a Ray cluster.
 
@@ -157,12 +161,14 @@ def plan_benchmark(
     """
     from tempcore.benchmarks import resolve_video
     from tempcore.identity import fingerprint, sample_identity
+    from tempcore.visual.run import IDENTITY_KEY, is_visual_sample, visual_identity, visual_items
 
     if executor is None:
         executor = LocalExecutor(encoder)
     plan, mc, video_root = _load_plan(cfg, bench_index, limit=limit, shard=shard, log=log)
     missing = set(plan.missing_videos)
     has_video = [s for s in mc if str(resolve_video(s, video_root)) not in missing]
+    visual = {s.sample_id for s in mc if is_visual_sample(s)}  # answered under visual_options only
     for m in plan.missing_videos:
         log(f"  missing video: {m}")
 
@@ -181,6 +187,8 @@ def plan_benchmark(
     identity: dict[str, str] = {}
     for s in mc:
         data = sample_identity(s, video_ids.get(str(resolve_video(s, video_root))))
+        if s.sample_id in visual:
+            data[IDENTITY_KEY] = visual_identity(s, video_root)
         digest = fingerprint(data)
         identity[s.sample_id] = digest
         plan.sample_identity[s.sample_id] = (digest, data)
@@ -188,12 +196,13 @@ def plan_benchmark(
     framed = [c for c in (e.condition(cfg) for e in cfg.conditions) if c.strategy not in FRAMELESS]
     modes = sorted({c.mode for c in framed if c.mode != "none"})
     timeline: dict[str, Timeline] = {}
-    if framed and has_video:
+    ordinary = [s for s in has_video if s.sample_id not in visual]
+    if framed and ordinary:
         from tempcore.grounding.baseline import is_grounding
 
         # grounding samples have no answer text: their frames are scored in the modes but qa
-        ground = [s for s in has_video if is_grounding(s)]
-        for group, group_modes in (([s for s in has_video if not is_grounding(s)], modes),
+        ground = [s for s in ordinary if is_grounding(s)]
+        for group, group_modes in (([s for s in ordinary if not is_grounding(s)], modes),
                                    (ground, [m for m in modes if m != "qa"])):
             if not group:
                 continue
@@ -208,8 +217,12 @@ def plan_benchmark(
             del timeline[sid]
             plan.damaged_skipped += 1
     if framed:
-        plan.samples_without_frames = sum(s.sample_id not in timeline for s in mc)
-    plan.items = plan_items(cfg, mc, timeline, identity)
+        plan.samples_without_frames = sum(s.sample_id not in timeline and s.sample_id not in visual for s in mc)
+    plan.items = plan_items(cfg, [s for s in mc if s.sample_id not in visual], timeline, identity)
+    try:
+        plan.items += visual_items([s for s in has_video if s.sample_id in visual], identity)
+    except ValueError as exc:  # a row without the metadata its build writes
+        raise RunError(str(exc)) from None
     if plan.grounding:
         from tempcore.grounding.baseline import baseline_predictions
 
@@ -564,9 +577,15 @@ def _dry_run(
         for m in plan.missing_videos:
             log(f"  missing video: {m}")
         from tempcore.benchmarks import resolve_video
+        from tempcore.visual.run import VISUAL_STRATEGY, is_visual_sample
 
         with_video = [s for s in mc if str(resolve_video(s, video_root)) not in set(plan.missing_videos)]
         by_cond: Counter[str] = Counter()
+        n_visual = sum(is_visual_sample(s) for s in with_video)
+        if n_visual:  # visual-option samples: one visual_options request each (tempcore.visual.run)
+            by_cond[VISUAL_STRATEGY] = n_visual
+        mc = [s for s in mc if not is_visual_sample(s)]
+        with_video = [s for s in with_video if not is_visual_sample(s)]
         windows = 0
         for entry in cfg.conditions:
             base = entry.condition(cfg)
@@ -589,7 +608,7 @@ def _dry_run(
         upper += exact + windows
         lines.append(f"  {plan.name}: {len(plan.samples)} samples, {exact} requests per model"
                      + (f" + up to {windows} oracle windows" if windows else "")
-                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()))})")
+                     + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()) if v)})")
         if plan.missing_videos:
             lines.append(f"    {len(plan.missing_videos)} missing video(s): their samples get frameless conditions only")
     stored = _stored_counts(store_path)

@@ -21,6 +21,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--seed", type=int, help="world seed (default: the held-out demo seed)")
     p.add_argument("--k", type=int, default=8, help="frames shown per condition (default 8)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.add_argument("--visual", action="store_true",
+                   help="also visual answer options (paper 002): TFR / VFP from the world's planted events, "
+                   "answered by the zoo through the run store; JSON key 'visual'")
     p.add_argument("--json", action="store_true", help="print the recovery as one JSON object")
     p.set_defaults(func=run)
 
@@ -31,9 +34,10 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     result = run_demo(args.out, n_questions=args.questions, quick=args.quick,
                       seed=HELD_OUT_SEED if args.seed is None else args.seed, k=args.k,
-                      progress=not args.no_progress, log=log)
+                      progress=not args.no_progress, log=log, visual=args.visual)
     if args.json:
-        json.dump({k: result[k] for k in ("scoring", "grounding", "mba", "report", "subset")}, sys.stdout)
+        keys = ("scoring", "grounding", "mba", "report", "subset") + (("visual",) if args.visual else ())
+        json.dump({k: result[k] for k in keys}, sys.stdout)
         sys.stdout.write("\n")
     else:
         print()

@@ -9,8 +9,9 @@ image positions in the request. A failed call becomes a :class:`tempcore.records
 Write the predictions with :func:`tempcore.tidy.predictions_table` and score them with
 ``tempcore visual score``.
 
-The condition is ``Condition(strategy="visual_options", k=<images shown>)`` (mode ``none``). The
-run store / ``tempcore run`` do not build these requests yet (see the README).
+The condition is ``Condition(strategy="visual_options", k=<images shown>)`` (mode ``none``), the
+same as ``tempcore run`` gives these samples (:mod:`tempcore.visual.run`), which also stores, resumes
+and fingerprints them; this function is the store-less path (one call, nothing cached).
 """
 
 from __future__ import annotations

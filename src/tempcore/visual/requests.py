@@ -153,23 +153,63 @@ def frames_at(path: Path, times: Sequence[float], *, media: str | None = None, s
     return list(batch.frames), [float(t) for t in batch.timestamps]
 
 
-def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, context_k: int = 8,
+VIDEO_FRAMES = 8
+"""Frames of the video shown before a TFR question's options and of a CMD stimulus (``context_k``).
+Choice: 8, the paper's VFP context length (a VFP question shows the context its build recorded)."""
+
+PROMPT_FORM = {"instruction": INSTRUCTION, "answer": ANSWER, "short_answer": SHORT_ANSWER, "yes_no": YES_NO,
+               "yes_no_answer": YES_NO_ANSWER, "version": 1}
+"""Every fixed text of the request forms (part of a visual sample's identity in the run store)."""
+
+
+def _cmd_picks(n_frames: int, context_k: int) -> list[int]:
+    """Positions of the stimulus frames shown: ``min(context_k, n)`` evenly spaced, first and last included."""
+    return [int(i) for i in np.linspace(0, n_frames - 1, min(context_k, n_frames)).round()]
+
+
+def _tfr_context(meta: dict[str, Any], context_k: int) -> list[float]:
+    """Segment centres of ``[0, video_duration]``: ``context_k`` frames spread over the whole video."""
+    duration = float(meta.get("video_duration") or 0.0)
+    return [duration * (i + 0.5) / context_k for i in range(context_k)]
+
+
+def shown_images(sample: Sample, context_k: int = VIDEO_FRAMES) -> int:
+    """The number of images :func:`request_for_sample` shows for ``sample``, from its metadata alone.
+
+    TFR: ``context_k`` + the option frames (text control: ``context_k``); VFP: the recorded context +
+    the option frames (text control: the context); CMD: ``min(context_k, stimulus frames)`` + the probe
+    frame (text control: no probe)."""
+    meta = sample.metadata
+    task, text = meta.get("task"), meta.get("option_modality") == "text"
+    try:
+        if task == "cmd":
+            return min(context_k, int(meta["stimulus_frames"])) + (0 if text else 1)
+        context = context_k if task == "tfr" else len(meta["context"]["times"])
+        if text:
+            return context
+        return context + sum(len(o["times"]) for o in meta["visual_options"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"sample {sample.sample_id}: its visual-option metadata lacks {exc} "
+                         f"(not a row written by `tempcore visual build {task}`?)") from None
+
+
+def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, context_k: int = VIDEO_FRAMES,
                        size: tuple[int, int] | None = None, reasoning: bool = False) -> InterleavedRequest:
-    """The request of a built TFR / VFP / CMD sample (visual options or its text control)."""
+    """The request of a built TFR / VFP / CMD sample (visual options or its text control).
+
+    The video is probed once and every frame shown (context and options) decoded in one pass."""
     from PIL import Image
 
-    from tempcore.video import resolve_video_path
+    from tempcore.video import probe, read_frames, resolve_video_path
 
     meta = sample.metadata
     path = resolve_video_path(sample.video, video_root)
     task = meta.get("task")
     fps = float(meta.get("frames_fps", 3.0))
     if task == "cmd":
-        from tempcore.video import probe
-
         ts = probe(path, fps=None).timestamps
-        pick = [ts[int(i)] for i in np.linspace(0, len(ts) - 1, min(context_k, len(ts))).round()]
-        frames, stamps = frames_at(path, pick, size=size)
+        batch = read_frames(path, _cmd_picks(len(ts), context_k), None, size=size)
+        frames, stamps = list(batch.frames), [float(t) for t in batch.timestamps]
         if meta.get("option_modality") == "text":  # the control: the contact described, no probe frame
             layout_t: list[str | int] = [*range(len(frames)), f"\n{sample.question}\n{YES_NO_ANSWER}"]
             return InterleavedRequest(images=tuple(frames), prompt=f"{sample.question}\n{YES_NO_ANSWER}",
@@ -180,34 +220,37 @@ def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, 
         if size is not None:
             probe_img = np.asarray(Image.fromarray(probe_img).resize(size))
         return yes_no_request(frames, probe_img, timestamps=stamps, key=sample.sample_id)
-    if task == "vfp":
-        context_times = meta["context"]["times"]
-    else:
-        duration = float(meta.get("video_duration") or 0.0)
-        context_times = [duration * (i + 0.5) / context_k for i in range(context_k)]
-    context, cstamps = frames_at(path, context_times, media=sample.media, size=size, folder_fps=fps)
-    if meta.get("option_modality") == "text":
+    context_times = meta["context"]["times"] if task == "vfp" else _tfr_context(meta, context_k)
+    text = meta.get("option_modality") == "text"
+    groups = [list(context_times)] + ([] if text else [list(o["times"]) for o in meta["visual_options"]])
+    images, stamps_all = frames_at(path, [t for g in groups for t in g], media=sample.media, size=size,
+                                   folder_fps=fps)
+    cut, pieces = 0, []
+    for g in groups:
+        pieces.append((images[cut:cut + len(g)], stamps_all[cut:cut + len(g)]))
+        cut += len(g)
+    context, cstamps = pieces[0]
+    if text:
         letters = [chr(ord("A") + i) for i in range(len(sample.options))]
-        text = "\n".join(f'"{ltr}": {o}' for ltr, o in zip(letters, sample.options))
+        listing = "\n".join(f'"{ltr}": {o}' for ltr, o in zip(letters, sample.options))
         layout: list[str | int] = [f"{INSTRUCTION}\n\nVideo:\n", *range(len(context)),
-                                   f"\n\nQuestion: {sample.question}\n\nOptions:\n{text}\n\n{SHORT_ANSWER}"]
+                                   f"\n\nQuestion: {sample.question}\n\nOptions:\n{listing}\n\n{SHORT_ANSWER}"]
         return InterleavedRequest(images=tuple(context), prompt=str(layout[-1]), options=tuple(sample.options),
                                   timestamps=tuple(cstamps), key=sample.sample_id, layout=tuple(layout))
-    option_images, option_stamps = [], []
-    for opt in meta["visual_options"]:
-        f, s = frames_at(path, opt["times"], media=sample.media, size=size, folder_fps=fps)
-        option_images.append(f)
-        option_stamps.append(s)
-    return multiple_choice_request(sample.question, option_images, context=context, option_timestamps=option_stamps,
-                                   context_timestamps=cstamps, reasoning=reasoning, key=sample.sample_id)
+    return multiple_choice_request(sample.question, [f for f, _ in pieces[1:]], context=context,
+                                   option_timestamps=[s for _, s in pieces[1:]], context_timestamps=cstamps,
+                                   reasoning=reasoning, key=sample.sample_id)
 
 
 __all__ = [
+    "PROMPT_FORM",
+    "VIDEO_FRAMES",
     "InterleavedRequest",
     "frames_at",
     "hf_content",
     "multiple_choice_request",
     "openai_parts",
     "request_for_sample",
+    "shown_images",
     "yes_no_request",
 ]

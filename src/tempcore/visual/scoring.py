@@ -255,10 +255,10 @@ def score_predictions(
                 txt.append(by_id[pair])
         if not vis:
             continue
-        boot = paired_bootstrap(txt, vis, n_boot=n_boot, confidence=confidence, seed=seed)
+        pb = paired_bootstrap(txt, vis, n_boot=n_boot, confidence=confidence, seed=seed)
         gaps.append({"model": model, "task": task, "strategy": cond, "n_pairs": len(vis),
                      "visual": float(np.mean(vis)), "text": float(np.mean(txt)),
-                     "gap": _num(boot.estimate), "bootstrap": [_num(boot.low), _num(boot.high)]})
+                     "gap": _num(pb.estimate), "bootstrap": [_num(pb.low), _num(pb.high)]})
     return {"groups": out, "gaps": gaps, "unmatched": unmatched, "n_boot": n_boot, "seed": seed}
 
 

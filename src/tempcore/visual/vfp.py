@@ -79,9 +79,9 @@ def build_vfp(
             f"future_frames must be >= 4 (the scrambled option keeps the first and last frames and "
             f"permutes the middle, which must not stay in order), not {future_frames}"
         )
-    caption_map: Mapping[str, Mapping[str, str]] | None = (
-        json.loads(Path(captions).read_text(encoding="utf-8")) if isinstance(captions, (str, Path)) else captions
-    )
+    caption_map: Mapping[str, Mapping[str, str]] = (
+        json.loads(Path(captions).read_text(encoding="utf-8")) if isinstance(captions, (str, Path))
+        else captions or {})
     root = Path(video_root)
     clips = find_clips(root) if clips is None else clips
     usable: list[tuple[str, str, list[float]]] = []
@@ -131,7 +131,7 @@ def build_vfp(
         }
         if media == "frames":
             common["frames_fps"] = folder_fps
-        cap = (caption_map or {}).get(name) or (caption_map or {}).get(sid)
+        cap = caption_map.get(name) or caption_map.get(sid)
         rows.append({
             "id": sid, "video": name, "question": question, "options": list(LABELS), "answer": answer,
             "option_modality": "visual", **common, "visual_options": visual_options,

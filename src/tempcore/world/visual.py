@@ -34,23 +34,29 @@ def scene_events(scene: Scene) -> list[Event]:
     return sorted(out, key=lambda e: (e.start, e.label))
 
 
-def world_events(manifest: WorldManifest) -> list[VideoEvents]:
-    return [VideoEvents(f"{VIDEO_DIR}/{s.video_id}.mp4", tuple(scene_events(s)), s.duration)
-            for s in manifest.scenes]
+def world_events(manifest: WorldManifest, videos: int | None = None) -> list[VideoEvents]:
+    """The planted events of the world's videos (the first ``videos`` scenes, in the world's order)."""
+    scenes = manifest.scenes if videos is None else manifest.scenes[:videos]
+    return [VideoEvents(f"{VIDEO_DIR}/{s.video_id}.mp4", tuple(scene_events(s)), s.duration) for s in scenes]
 
 
-def world_tfr(world: WorldManifest | str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
-    """TFR questions over a written world (its folder is the video root)."""
+def world_tfr(world: WorldManifest | str | Path, out_dir: str | Path, *, videos: int | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+    """TFR questions over a written world (its folder is the video root); ``videos``: the first n only."""
     manifest = world if isinstance(world, WorldManifest) else load_world(world)
-    return build_tfr(world_events(manifest), out_dir, video_root=manifest.root,
+    return build_tfr(world_events(manifest, videos), out_dir, video_root=manifest.root,
                      source=f"tempcore-world seed {manifest.config.seed}", **kwargs)
 
 
-def world_vfp(world: WorldManifest | str | Path, out_dir: str | Path, **kwargs: Any) -> dict[str, Any]:
-    """VFP questions over a written world's videos (video root: ``<world>/videos``)."""
+def world_vfp(world: WorldManifest | str | Path, out_dir: str | Path, *, videos: int | None = None,
+              **kwargs: Any) -> dict[str, Any]:
+    """VFP questions over a written world's videos (video root: ``<world>/videos``); ``videos``: the
+    clips of the first n scenes only."""
     manifest = world if isinstance(world, WorldManifest) else load_world(world)
+    scenes = manifest.scenes if videos is None else manifest.scenes[:videos]
+    clips = None if videos is None else [(f"{s.video_id}.mp4", "video") for s in scenes]
     return build_vfp(manifest.root / VIDEO_DIR, out_dir, source=f"tempcore-world seed {manifest.config.seed}",
-                     **kwargs)
+                     clips=clips, **kwargs)
 
 
 __all__ = ["scene_events", "world_events", "world_tfr", "world_vfp"]
