@@ -258,6 +258,17 @@ def test_executor_and_ray_options_are_checked_when_the_config_loads(tmp_path):
         opts.check_models(["tiny-qwen"])
 
 
+def test_dry_run_names_the_executor_and_the_cli_checks_its_flags(world, tmp_path, capsys):
+    from tempcore.cli import main
+
+    path = write_config(world, tmp_path / "dry", conditions=[{"strategy": "noframe"}])
+    assert main(["run", "--config", str(path), "--dry-run", "--no-progress", "--ray-address", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "executor: ray (address auto)" in out and "model tiny-qwen:" in out
+    assert main(["run", "--config", str(path), "--executor", "local", "--ray-address", "auto"]) == 1
+    assert "--ray-address joins a Ray cluster: use it with --executor ray" in capsys.readouterr().err
+
+
 def test_import_and_a_ray_config_never_import_ray(tmp_path):
     code = ("import sys, tempcore, tempcore.runner, tempcore.cli.run; from tempcore.config import RunConfig; "
             "RunConfig.from_dict({'benchmarks': [{'name': 'x', 'annotations': 'y'}], 'models': ['m'], "
