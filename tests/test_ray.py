@@ -194,7 +194,7 @@ def ray_head(tmp_path):
     finally:
         os.killpg(head.pid, signal.SIGTERM)
         try:
-            head.wait(timeout=20)
+            head.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
         os.killpg(head.pid, signal.SIGKILL)
