@@ -9,7 +9,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import hashlib
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -37,7 +39,7 @@ def local_ray():
     old = os.environ.get("PYTHONPATH", "")
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), old) if p)
     try:
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
     except Exception as exc:  # the failure says why, it never skips
         pytest.fail(f"a local Ray (num_cpus=2) did not start: {type(exc).__name__}: {exc}")
     yield ray
@@ -66,17 +68,19 @@ class KeyedModel:
         pass
 
 
-class ExitsOnce(KeyedModel):
-    """Kills its own worker process (os._exit) on its first call of the run, once (a marker file)."""
+class DiesAt(KeyedModel):
+    """Kills its own worker process (``os._exit``, no cleanup) on the run's calls number ``deaths``
+    (counted across restarts by files in ``folder``)."""
 
-    def __init__(self, spec: object, marker: str) -> None:
+    def __init__(self, spec: object, folder: str, deaths: tuple[int, ...]) -> None:
         super().__init__(spec)
-        self.marker = marker
+        self.folder, self.deaths = Path(folder), deaths
 
     def answer(self, requests, *, method="generate"):  # noqa: ANN001
-        marker = Path(self.marker)
-        if not marker.exists():
-            marker.write_text(str(os.getpid()))
+        self.folder.mkdir(exist_ok=True)
+        call = len(list(self.folder.iterdir())) + 1
+        (self.folder / f"call{call}").write_text(str(os.getpid()))
+        if call in self.deaths:
             os._exit(1)
         return super().answer(requests, method=method)
 
@@ -118,14 +122,22 @@ def test_ray_run_stores_exactly_the_predictions_of_a_local_run(world, tmp_path, 
     assert again.models[0].stored_before == len(expected) and again.models[0].done == 0
 
 
-def test_a_killed_model_actor_is_restarted_and_nothing_is_lost_or_duplicated(world, tmp_path, local_ray):
+def test_killed_model_actors_are_restarted_or_replaced_and_nothing_is_lost_or_duplicated(world, tmp_path,
+                                                                                        local_ray):
+    """Three deaths with ``max_restarts: 1``: the first is restarted by Ray (its call retried), the
+    second exhausts the restarts (the driver starts a new actor and resends the unit), the third
+    is restarted again. The store ends with exactly the local run's rows and no failure."""
     conds = [{"strategy": "uniform"}, {"strategy": "random"}, {"strategy": "noframe"}]
     local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=2))
     run(local, **QUIET, model_factory=KeyedModel)
-    marker = tmp_path / "died"
+    calls = tmp_path / "calls"
     cfg = load_config(write_config(world, tmp_path / "ray", conditions=conds, request_batch=2))
-    summary = run(_ray_cfg(cfg), **QUIET, model_factory=functools.partial(ExitsOnce, marker=str(marker)))
-    assert marker.exists(), "the model actor never died: the test tested nothing"
+    logged: list[str] = []
+    summary = run(_ray_cfg(cfg, max_restarts=1, max_task_retries=1), progress=False, log=logged.append,
+                  model_factory=functools.partial(DiesAt, folder=str(calls), deaths=(1, 3, 5)))
+    died = [c for c in (1, 3, 5) if (calls / f"call{c}").exists()]
+    assert died == [1, 3, 5], f"the model actor did not die three times: {sorted(os.listdir(calls))}"
+    assert any("an actor died for good" in line for line in logged), logged
     expected = _rows(tmp_path / "local" / "store.sqlite")
     got = _rows(tmp_path / "ray" / "store.sqlite")
     assert got == expected and summary.models[0].done == len(expected) and summary.models[0].failed == 0
@@ -147,31 +159,81 @@ def test_a_unit_that_keeps_failing_goes_to_the_failures_table(world, tmp_path, l
         assert not any(p.sample_id == "q1" for p in store.predictions())
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def ray_head(tmp_path):
+    """A separate cluster from ``ray start --head`` on loopback (stopped by its process group)."""
+    import tempcore
+
+    port = _free_port()
+    src = str(Path(tempcore.__file__).resolve().parents[1])
+    # RAY_AUTH_MODE=token: the cluster uses Ray's token authentication (its default for a new
+    # cluster), and a driver joining by an explicit address must be told so (Ray enables it by
+    # itself only for a cluster it finds)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([src, os.environ.get("PYTHONPATH", "")]),
+               HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token")
+    ray_cli = Path(sys.executable).with_name("ray")
+    log = (tmp_path / "head.log").open("w")
+    head = subprocess.Popen([str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                             "--disable-usage-stats"], env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        while not (found := re.search(r"ray start --address='([^']+)'", (tmp_path / "head.log").read_text())):
+            if head.poll() is not None or time.time() > deadline:
+                pytest.fail(f"ray start --head did not start: {(tmp_path / 'head.log').read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield found.group(1), env  # HOST:PORT, HOST the node's address as Ray chose it
+    finally:
+        os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait()
+        log.close()
+
+
 @pytest.mark.timeout(400)
-def test_a_killed_driver_resumes_from_the_store(world, tmp_path):
-    """``tempcore run --executor ray`` killed (SIGKILL) after its first commit; the rerun completes
-    it and the store holds exactly the rows of a local run."""
+def test_a_killed_driver_resumes_from_the_store_on_a_ray_start_cluster(world, tmp_path, ray_head):
+    """``tempcore run --executor ray --ray-address HOST:PORT`` on a ``ray start --head`` cluster,
+    its driver killed (SIGKILL) after its first commit; the rerun (``--ray-address auto``, the
+    cluster named by RAY_ADDRESS) completes it and the store holds exactly the rows of a local run."""
+    address, env = ray_head
     conds = [{"strategy": "uniform"}, {"strategy": "random"}, {"strategy": "noframe"}]
     local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=1))
     run(local, **QUIET)
     expected = _rows(tmp_path / "local" / "store.sqlite")
     path = write_config(world, tmp_path / "ray", conditions=conds, request_batch=1)
-    doc = yaml.safe_load(path.read_text()) | {"ray": {"max_in_flight": 1}}
+    doc = yaml.safe_load(path.read_text()) | {"executor": "ray", "ray": {"max_in_flight": 1}}
     path.write_text(yaml.safe_dump(doc))
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1", RAY_NUM_CPUS="2")
-    cmd = [sys.executable, "-m", "tempcore", "run", "--no-progress", "--executor", "ray", "--config", str(path)]
+    cmd = [sys.executable, "-m", "tempcore", "run", "--no-progress", "--config", str(path)]
     store_path = tmp_path / "ray" / "store.sqlite"
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            start_new_session=True)
+    err = (tmp_path / "driver.err").open("w")
+    proc = subprocess.Popen([*cmd, "--ray-address", address], env=env, stdout=subprocess.DEVNULL, stderr=err)
     deadline = time.time() + 240
     while proc.poll() is None and count_rows(store_path) == 0 and time.time() < deadline:
         time.sleep(0.05)
-    partial = count_rows(store_path)
-    os.killpg(proc.pid, signal.SIGKILL)  # the driver and the local Ray it started
+    proc.send_signal(signal.SIGKILL)  # the driver only: the cluster (and its store-less actors) lives on
     proc.wait()
-    assert 0 < partial < len(expected), f"the kill did not land mid-run ({partial} of {len(expected)} rows)"
-    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    err.close()
+    partial = count_rows(store_path)
+    assert 0 < partial < len(expected), (f"the kill did not land mid-run ({partial} of {len(expected)} rows): "
+                                         + (tmp_path / "driver.err").read_text()[-3000:])
+    done = subprocess.run([*cmd, "--ray-address", "auto", "--json"], env=dict(env, RAY_ADDRESS=address),
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["models"][0]["stored_before"] == partial
+    assert summary["models"][0]["done"] == len(expected) - partial
     assert _rows(store_path) == expected
 
 
@@ -194,6 +256,17 @@ def test_executor_and_ray_options_are_checked_when_the_config_loads(tmp_path):
     assert opts.for_model("m").num_gpus == 0.5 and opts.for_model("other").actors == 1
     with pytest.raises(RunError, match=r"ray.models names \['m'\], not models of this run"):
         opts.check_models(["tiny-qwen"])
+
+
+def test_dry_run_names_the_executor_and_the_cli_checks_its_flags(world, tmp_path, capsys):
+    from tempcore.cli import main
+
+    path = write_config(world, tmp_path / "dry", conditions=[{"strategy": "noframe"}])
+    assert main(["run", "--config", str(path), "--dry-run", "--no-progress", "--ray-address", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "executor: ray (address auto)" in out and "model tiny-qwen:" in out
+    assert main(["run", "--config", str(path), "--executor", "local", "--ray-address", "auto"]) == 1
+    assert "--ray-address joins a Ray cluster: use it with --executor ray" in capsys.readouterr().err
 
 
 def test_import_and_a_ray_config_never_import_ray(tmp_path):

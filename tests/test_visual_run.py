@@ -207,7 +207,7 @@ def test_changed_option_frames_question_or_model_are_not_served(builds: dict[str
         _run(config(builds, out, tfr=reworded))
     # the model entry: another setting that reaches the model
     with pytest.raises(RunError, match="model zoo-max: .*changed"):
-        _run(config(builds, out, tfr=moved, max_new_tokens=3))
+        _run(config(builds, out, tfr=moved, max_frames=999))
 
 
 def test_a_request_that_cannot_be_built_is_a_failure_then_retried(builds: dict[str, Path], tmp_path: Path) -> None:
@@ -239,7 +239,7 @@ def test_a_tiny_hf_vlm_answers_visual_options_through_the_run(builds: dict[str, 
     import sys
 
     sys.path.insert(0, str(Path(__file__).parent))
-    from tiny_vlms import build_tiny_vlm
+    from helpers.tiny_vlms import build_tiny_vlm
 
     vlm = build_tiny_vlm("qwen2_vl", tmp_path / "vlm")
     cfg = RunConfig.from_dict({

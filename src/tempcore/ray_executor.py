@@ -140,7 +140,8 @@ class RayOptions:
 
     address:           ``auto`` (the cluster this machine belongs to, ``ray start``), ``HOST:PORT``
                        (``ray://HOST:PORT`` for Ray Client), or none: a Ray already initialised in
-                       this process, else a local Ray started for the run and stopped after it;
+                       this process, else the cluster ``RAY_ADDRESS`` names, else a local Ray
+                       started for the run and stopped after it;
     runtime_env:       passed to ``ray.init`` (e.g. ``env_vars``, ``py_modules``);
     concurrent_models: all models' actors at once (default: one model after the other);
     max_in_flight:     units outstanding per actor (default 2: one running, one queued);
@@ -330,7 +331,12 @@ class RayExecutor:
             raise RunError("the Ray executor needs ray: pip install 'tempcore[ray]' (or 'ray[default]>=2.9')") \
                 from exc
         if not ray.is_initialized():
-            kwargs: dict[str, Any] = {"address": self.address, "include_dashboard": False}
+            import os
+
+            # no address: a new local Ray for this run ("local"), not whatever cluster Ray's
+            # bookkeeping last remembered on this machine; RAY_ADDRESS, when set, names the cluster
+            address = self.address or (None if os.environ.get("RAY_ADDRESS") else "local")
+            kwargs: dict[str, Any] = {"address": address, "include_dashboard": False}
             if self.options.runtime_env:
                 kwargs["runtime_env"] = self.options.runtime_env
             try:
@@ -417,7 +423,7 @@ class RayExecutor:
         else:  # the chunks score_samples forms: its texts are encoded together, so embed them together
             pending = list(by_video.items())
             while pending:
-                first, chunk = pending[0][0], []
+                first, chunk = pending[0][0], list[Sample]()
                 n_texts = 0
                 while pending and (not chunk or n_texts < TEXT_BATCH):
                     _key, group = pending.pop(0)

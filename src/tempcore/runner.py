@@ -613,6 +613,8 @@ def _dry_run(
             lines.append(f"    {len(plan.missing_videos)} missing video(s): their samples get frameless conditions only")
     stored = _stored_counts(store_path)
     log("plan:")
+    if cfg.executor != "local":
+        log(f"  executor: {cfg.executor}" + (f" (address {cfg.ray['address']})" if cfg.ray.get("address") else ""))
     for line in lines:
         log(line)
     summaries = []

@@ -29,8 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="where frames are scored and questions answered: local (this process, the default) or "
                    "ray (Ray actors; overrides the configuration's 'executor')")
     p.add_argument("--ray-address", metavar="auto|HOST:PORT",
-                   help="the Ray cluster to join (overrides ray.address; implies --executor ray); without it a "
-                   "local Ray is started for the run")
+                   help="the Ray cluster to join (overrides ray.address; implies --executor ray); without it, "
+                   "ray.address or RAY_ADDRESS, a local Ray is started for the run")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object at the end")
     p.set_defaults(func=run)
