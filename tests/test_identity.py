@@ -248,6 +248,27 @@ def test_typos_are_reported_up_front_all_at_once(tmp_path: Path, monkeypatch) ->
     assert not (tmp_path / "run").exists()
 
 
+def test_an_unknown_zoo_member_or_encoder_name_is_reported_by_the_dry_run(tmp_path: Path) -> None:
+    """Issue 9.6 (found by the acceptance check): ``model: zoo-txet`` and ``encoder: tempcore-wrold``
+    passed ``--dry-run``; the real run failed only after decoding and writing the store."""
+    _write_world(tmp_path)
+    cfg = _config(tmp_path, model={"backend": "zoo", "model": "zoo-txet"}, encoder="tempcore-wrold",
+                  conditions=[{"strategy": "maxprob", "mode": "q"}])
+    for dry in (True, False):
+        with pytest.raises(ConfigError) as err:
+            run(cfg, dry_run=dry, progress=False, log=lambda _m: None)
+        msg = str(err.value)
+        assert "models[0] (zoo-txet): zoo answerer 'zoo-txet'" in msg and "did you mean 'zoo-text'" in msg
+        assert "unknown encoder 'tempcore-wrold'" in msg and "did you mean tempcore-world" in msg
+    assert not (tmp_path / "run").exists()
+    # the right names pass the check (nothing loaded by it)
+    from tempcore.config import check_config
+
+    good = _config(tmp_path, model={"backend": "zoo", "model": "zoo-text"}, encoder="tempcore-world",
+                   conditions=[{"strategy": "maxprob", "mode": "q"}])
+    assert [spec.model for spec, _m in check_config(good)] == ["zoo-text"]
+
+
 # --- item 7: timestamps; issue 19: n_frames; issue 13: damage, counts, summaries ---------------------
 
 

@@ -236,9 +236,6 @@ def test_a_request_that_cannot_be_built_is_a_failure_then_retried(builds: dict[s
 
 
 def test_a_tiny_hf_vlm_answers_visual_options_through_the_run(builds: dict[str, Path], tmp_path: Path) -> None:
-    import sys
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from helpers.tiny_vlms import build_tiny_vlm
 
     vlm = build_tiny_vlm("qwen2_vl", tmp_path / "vlm")

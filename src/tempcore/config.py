@@ -309,6 +309,7 @@ def check_config(cfg: RunConfig) -> list[Any]:
         if spec.backend in ("hf", "hf-text", "vllm") and _looks_like_path(spec.model):
             if not Path(spec.model).expanduser().is_dir():
                 problems.append(f"{label}: model folder {spec.model} does not exist")
+        problems.extend(f"{label}: {p}" for p in spec.preflight())
         if cfg.prompt is None:
             templates.append((f"{label} prompt_template", spec.prompt_template))
         specs.append((spec, method))
@@ -321,8 +322,13 @@ def check_config(cfg: RunConfig) -> list[Any]:
         needs_encoder = cfg.needs_encoder
     except ConfigError:
         needs_encoder = False  # an unknown strategy, reported above
-    if needs_encoder and _looks_like_path(cfg.encoder) and not Path(cfg.encoder).expanduser().exists():
-        problems.append(f"encoder {cfg.encoder}: no such folder")
+    if needs_encoder:
+        from tempcore.encoders.registry import resolve_encoder_id
+
+        try:  # a registered name, a folder or a hub id owner/name (nothing is loaded)
+            resolve_encoder_id(cfg.encoder)
+        except TempcoreError as exc:
+            problems.append(str(exc))
     if problems:
         raise ConfigError(f"{where}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
     return specs

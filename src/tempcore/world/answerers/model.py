@@ -28,6 +28,7 @@ from tempcore.models.base import (
 )
 from tempcore.models.specs import expect_spec
 from tempcore.records import LETTERS
+from tempcore.registry import did_you_mean
 from tempcore.world.answerers.constants import ANSWERER_DIR, FORMAT, GREY, IMAGE_SIDE, MEMBERS, ZooError
 from tempcore.world.answerers.nets import AnswererNet, frames_tensor
 from tempcore.world.answerers.text import TextCodec, _bag, question_text, vocabulary
@@ -150,6 +151,16 @@ class ZooSpec(ModelSpec):
         super().__post_init__()
         if self.dtype not in ("auto", "float32"):
             raise ModelConfigError(f"model {self.display_name}: zoo answerers run in float32, not {self.dtype!r}")
+
+    def preflight(self) -> list[str]:
+        """The member's weights and config exist (what :func:`load_answerer` needs first)."""
+        weights, config = member_paths(self.model, self.extra.get("zoo_dir"))
+        missing = [str(p) for p in (weights, config) if not p.is_file()]
+        if not missing:
+            return []
+        hint = did_you_mean(self.model, list(MEMBERS), quote=True) if self.model not in MEMBERS else ""
+        return [f"zoo answerer {self.model!r}: {', '.join(missing)} not found{hint} "
+                f"(shipped members: {', '.join(MEMBERS)})"]
 
 
 class ZooModel:
