@@ -433,3 +433,25 @@ def test_cli_stops_on_changed_fingerprints_and_recompute_replaces(tmp_path: Path
     assert main(["run", "--config", str(path), "--no-progress", "--recompute", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["models"][0]["replaced"] == 9
+
+
+def test_a_changed_chat_template_of_a_local_checkpoint_is_not_reused(tmp_path: Path) -> None:
+    """Issue 9, identity of a prediction: "the chat template when known" is part of the model's
+    fingerprint: a local checkpoint whose chat template is edited in place (same folder, same
+    entry) must not reuse its stored answers."""
+    _write_world(tmp_path)
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "chat_template.jinja").write_text("{% for m in messages %}{{ m.content }}{% endfor %}")
+    model = {"backend": "hf", "model": str(ckpt), "name": "fake"}
+    assert _run(_config(tmp_path, model=model)).models[0].done == 9
+    assert _run(_config(tmp_path, model=model)).models[0].stored_before == 9  # unchanged: reused
+    (ckpt / "chat_template.jinja").write_text("<|user|>{% for m in messages %}{{ m.content }}{% endfor %}")
+    with pytest.raises(RunError, match=r"model fake: chat template changed \(9 stored predictions\)"):
+        _run(_config(tmp_path, model=model))
+    assert _run(_config(tmp_path, model=model), recompute=True).models[0].replaced == 9
+    # a template kept in tokenizer_config.json (older checkpoints) counts too
+    (ckpt / "chat_template.jinja").unlink()
+    (ckpt / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}))
+    with pytest.raises(RunError, match=r"model fake: chat template changed"):
+        _run(_config(tmp_path, model=model))
