@@ -168,3 +168,22 @@ def test_a_failed_union_decode_falls_back_to_each_requests_own_positions(tmp_pat
     assert sorted(got) == [1, 2] and calls == [[1, 2, 50], [1, 2]]
     with pytest.raises(FrameIndexError):  # a request's own bad position fails as without the store
         store.frames(key, [60], decode)
+
+
+def test_demo_profile_prints_where_the_time_goes_and_changes_no_answer(tmp_path: Path, capsys: Any) -> None:
+    from tempcore.cli import main
+
+    def demo(out: str, *flags: str) -> tuple[dict[str, Any], str]:
+        assert main(["demo", "--out", str(tmp_path / out), "--questions", "6", "--no-progress", "--json",
+                     *flags]) == 0
+        captured = capsys.readouterr()
+        result = json.loads(captured.out.strip().splitlines()[-1])
+        return {k: v for k, v in result.items() if k not in ("report", "subset")}, captured.err
+
+    plain, _ = demo("plain")
+    profiled, err = demo("profiled", "--profile")
+    assert profiled == plain  # the same recovery, grounding and MBA with the timing on
+    table = err[err.index("where the time goes"):]
+    for name in ("decode", "encode", "answer zoo-mean", "answer zoo-text", "diagnostics", "report", "world",
+                 "audit run", "grounding", "binary (MBA)", "decoding passes"):
+        assert name in table, name

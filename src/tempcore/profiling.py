@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Profile", "add", "collect", "format_profile", "section"]
+__all__ = ["Profile", "active", "add", "collect", "format_profile", "section"]
 
 
 @dataclass
@@ -36,7 +36,7 @@ class Profile:
     """What :func:`collect` gathered: exclusive seconds and entry counts per (thread, path)."""
 
     wall: float = 0.0
-    #: path -> exclusive seconds in the main thread (insertion order = first entered)
+    #: path -> exclusive seconds in the main thread (in the order first entered)
     main: dict[str, float] = field(default_factory=dict)
     #: path -> seconds in other threads
     alongside: dict[str, float] = field(default_factory=dict)
@@ -94,6 +94,9 @@ _NOOP = contextlib.nullcontext()
 def _timed(collector: _Collector, name: str) -> Iterator[None]:
     stack = collector.stack()
     path = f"{stack[-1].path}/{name}" if stack else name
+    if threading.get_ident() == collector.main_thread and path not in collector.profile.main:
+        with collector.lock:  # listed in the order entered, so a parent comes before its children
+            collector.profile.main.setdefault(path, 0.0)
     frame = _Frame(path, time.perf_counter())
     stack.append(frame)
     try:
@@ -104,6 +107,11 @@ def _timed(collector: _Collector, name: str) -> Iterator[None]:
         if stack:
             stack[-1].children += elapsed
         collector.record(path, elapsed - frame.children)
+
+
+def active() -> bool:
+    """Whether a profile is being collected."""
+    return _ACTIVE is not None
 
 
 def section(name: str) -> contextlib.AbstractContextManager[Any]:
