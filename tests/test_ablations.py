@@ -340,6 +340,51 @@ def test_matches_naive_implementation_on_random_tables(seed):
             assert got_v == pytest.approx(v)
 
 
+
+def _chunked_dictionaries(t, names, pieces=3):
+    """``t`` with ``names`` as chunked dictionary columns (as a Parquet file's row groups give)."""
+    for name in names:
+        values = t.column(name).to_pylist()
+        cut = max(len(values) // pieces, 1)
+        parts = [values[i:i + cut] for i in range(0, len(values), cut)]
+        t = t.set_column(t.column_names.index(name), name,
+                         pa.chunked_array([pa.array(p).dictionary_encode() for p in parts]))
+    return t
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_narrow_encoding_equals_encoded_predictions(seed):
+    """``encode`` (narrow codes, no Python loop per row) gives what ``EncodedPredictions.from_table``
+    gives, and the audit over either is the same object; the drop intervals, taken for all rows in
+    one quantile call, equal one bootstrap per row."""
+    from tempcore.diagnostics.ablations import _bootstrap_from_counts, ablation_table, encode
+    from tempcore.diagnostics.table import EncodedPredictions
+
+    rows = random_rows(seed)
+    order = np.random.default_rng(seed).permutation(len(rows))
+    t = table([rows[i] for i in order])
+    for variant in (t, _chunked_dictionaries(t, ["benchmark", "sample_id", "model", "strategy", "task"])):
+        a, b = encode(variant), EncodedPredictions.from_table(variant)
+        assert (a.sample_benchmark, a.sample_id, a.models) == (b.sample_benchmark, b.sample_id, b.models)
+        assert a.sample_code.tolist() == b.sample_code.tolist() and a.model_code.tolist() == b.model_code.tolist()
+        assert audit_ablations(variant, n_boot=200) == audit_ablations(b, n_boot=200)
+    prep = prepare(t, ["uniform", "textonly", "shuffled"])
+    got, _ = ablation_table(prep, n_boot=200, seed=3)
+    checked = 0
+    for r in got:
+        if r["drop"] is None:
+            continue
+        mi, ci = prep.models.index(r["model"]), prep.conditions.index(r["condition"])
+        sel = (prep.benchmarks == r["benchmark"]) & (np.asarray(prep.tasks, dtype=object)[prep.task_code] == r["task"])
+        v, c = prep.correct[0][sel, mi], prep.correct[ci][sel, mi]
+        both = ~np.isnan(v) & ~np.isnan(c)
+        d = np.rint(v[both] - c[both]).astype(int)
+        counts = np.array([(d == -1).sum(), (d == 0).sum(), (d == 1).sum()])
+        assert (r["drop"], r["drop_ci_low"], r["drop_ci_high"]) == \
+            _bootstrap_from_counts(counts, np.array([-1.0, 0.0, 1.0]), 200, 0.95, 3)
+        checked += 1
+    assert checked > 5
+
 def test_prepare_matrices_order_sensitivity_api():
     rows = random_rows(5)
     prep = prepare(table(rows), ["uniform", "shuffled"])

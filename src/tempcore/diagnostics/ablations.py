@@ -115,6 +115,40 @@ class Prepared:
         return np.asarray(self.enc.sample_benchmark, dtype=object)
 
 
+def encode(table: Any) -> EncodedPredictions:
+    """:meth:`EncodedPredictions.from_table` (the same checks, canonical strategy names, samples and
+    models in the same order and the same codes) with the per-row codes kept narrow (int32 when every
+    (sample, model) cell fits) and the per-sample lists taken without a Python loop over the rows:
+    fewer bytes written per row, which is most of the time on millions of rows."""
+    from tempcore.diagnostics.table import REQUIRED_COLUMNS, _raw_codes, _unify_dictionaries, prepare_table
+
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
+    table = prepare_table(_unify_dictionaries(table))
+    bench_codes, benches = _raw_codes(table.column("benchmark"))
+    id_codes, ids = _raw_codes(table.column("sample_id"))
+    model_codes, models = _raw_codes(table.column("model"))
+    width = max(len(ids), 1)
+    n_pairs = max(len(benches), 1) * width
+    wide = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
+    if len(benches) <= 1:
+        combined = id_codes
+    else:
+        combined = bench_codes.astype(wide)
+        combined *= width
+        combined += id_codes
+    present = np.zeros(n_pairs, dtype=bool)  # the (benchmark, sample_id) pairs present, numbered in order
+    present[combined] = True
+    uniq = np.flatnonzero(present)
+    number = np.cumsum(present, dtype=wide) - 1
+    sample_code = number[combined]
+    sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist() if len(benches) else []
+    sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist() if ids else []
+    return EncodedPredictions(table, sample_code.astype(wide, copy=False), model_codes.astype(wide, copy=False),
+                              sample_benchmark, sample_ids, models)
+
+
 def prepare(
     table: Any,
     conditions: Sequence[str],
@@ -132,16 +166,18 @@ def prepare(
     (default: the ``n_options`` column; unknown otherwise, and chance levels are then ``None``).
     ``filters``: ``{condition: {column: value}}`` to pick one value of an ambiguous column.
     """
-    enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
+    enc = table if isinstance(table, EncodedPredictions) else encode(table)
     t = enc.table
     conditions = list(dict.fromkeys(conditions))
     n_rows = t.num_rows
     s_codes, s_values = _column_codes(t, "strategy")
-    lookup = np.full(len(s_values) + 1, -1, dtype=np.int64)
+    n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
+    wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64  # the cell index of a row
+    lookup = np.full(len(s_values) + 1, -1, dtype=wide)
     for i, v in enumerate(s_values):
         if v in conditions:
             lookup[i] = conditions.index(v)
-    cond = lookup[s_codes] if n_rows else np.empty(0, dtype=np.int64)
+    cond: np.ndarray = lookup[s_codes] if n_rows else np.empty(0, dtype=wide)
     keep = cond >= 0
     if "rotation" in t.column_names:
         keep &= enc.rotations() == 0
@@ -156,8 +192,11 @@ def prepare(
     every = bool(keep.all())
     rows: Any = _Identity() if every else np.flatnonzero(keep)  # the row of each kept position
     pick: Any = slice(None) if every else rows  # no gathers (and no arange) when every row is used
-    n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
-    cell = (cond[pick] * n_s + enc.sample_code[pick]) * n_m + enc.model_code[pick]
+    cell = cond[pick].astype(wide)  # ((condition * S) + sample) * M + model, in place
+    cell *= n_s
+    cell += enc.sample_code[pick]
+    cell *= n_m
+    cell += enc.model_code[pick]
     _check_duplicates(enc, cell, rows, cond, conditions)
     correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)  # 0/1 exactly; small: fewer page faults
     values = _ints(t.column("correct"), -1)[pick]
@@ -166,7 +205,7 @@ def prepare(
         raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
     correct[cell] = values
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)  # option index (< 26), -1 parse failure, -2 no row
-    answer[cell] = _ints(t.column("answer"), -1)[pick] if "answer" in t.column_names else -1
+    answer[cell] = _ints(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
     task_code, tasks = _tasks(enc, by, task_of_sample)
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
@@ -191,7 +230,8 @@ def _is_null(column: Any) -> np.ndarray:
         return np.zeros(len(column), dtype=bool)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    return pc.is_null(column).to_numpy(zero_copy_only=False)
+    mask: np.ndarray = pc.is_null(column).to_numpy(zero_copy_only=False)
+    return mask
 
 
 def _constant(column: Any) -> bool:
@@ -209,15 +249,25 @@ def _constant(column: Any) -> bool:
                                                                      if len(c)}) <= 1
     if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
         mm = pc.min_max(column)
-        return mm["min"].as_py() == mm["max"].as_py()
+        return bool(mm["min"].as_py() == mm["max"].as_py())
     return False
 
 
-def _ints(column: Any, null: int) -> np.ndarray:
-    """A numeric pyarrow column as integer numpy (its own width), nulls as ``null`` (floats rounded)."""
+def _ints(column: Any, null: int, dtype: Any = None) -> np.ndarray:
+    """A numeric pyarrow column as integer numpy (its own width, or ``dtype``: an integer column
+    without nulls is then written chunk by chunk into it, no wide copy), nulls as ``null`` (floats
+    rounded)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if dtype is not None and column.null_count == 0 and pa.types.is_integer(column.type):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        narrow = np.empty(len(column), dtype=dtype)
+        at = 0
+        for chunk in chunks:
+            narrow[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)  # the cast of an assignment
+            at += len(chunk)
+        return narrow
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.int64())
     if pa.types.is_null(column.type):
@@ -226,7 +276,7 @@ def _ints(column: Any, null: int) -> np.ndarray:
         column = pc.round(column)
     if column.null_count:
         column = pc.fill_null(column.cast(pa.int64()), null)
-    out = column.to_numpy(zero_copy_only=False)
+    out: np.ndarray = column.to_numpy(zero_copy_only=False)
     return out if np.issubdtype(out.dtype, np.integer) else out.astype(np.int64)  # int8 stays int8: no copy
 
 
@@ -240,9 +290,9 @@ def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarr
             continue
         codes, values = _column_codes(t, col)
         width = len(values)
-        present = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
-        present[cond[keep] * width + codes[keep]] = True
-        present = present.reshape(len(conditions), width)
+        flat = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
+        flat[cond[keep] * width + codes[keep]] = True
+        present = flat.reshape(len(conditions), width)
         for ci in np.flatnonzero(present.sum(axis=1) > 1):
             name = conditions[int(ci)]
             if col in filters.get(name, {}):
@@ -290,7 +340,7 @@ def _tasks(enc: EncodedPredictions, by: str | None,
             "to take the task from the samples"
         )
     codes, values = _column_codes(t, by)
-    per_sample = np.full(n_s, -1, dtype=np.int64)
+    per_sample = np.full(n_s, -1, dtype=codes.dtype if codes.dtype.itemsize >= 4 else np.int64)
     per_sample[enc.sample_code] = codes
     bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
     if bad.size:
@@ -329,11 +379,23 @@ def _bootstrap_from_counts(counts: np.ndarray, values: np.ndarray, n_boot: int, 
                            seed: int) -> tuple[float, float, float]:
     """Exactly :func:`tempcore.diagnostics.stats.bootstrap_mean` of a sample holding ``counts[j]``
     copies of ``values[j]`` (same seed, same draws), without materialising the sample."""
+    estimate, means = _bootstrap_means(counts, values, n_boot, seed)
+    if means is None:
+        return math.nan, math.nan, math.nan
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return estimate, float(low), float(high)
+
+
+def _bootstrap_means(counts: np.ndarray, values: np.ndarray, n_boot: int,
+                     seed: int) -> tuple[float, np.ndarray | None]:
+    """The estimate and the ``n_boot`` resampled means of :func:`_bootstrap_from_counts` (``None``
+    for an empty sample); the quantiles of many such rows are taken in one call by the caller."""
     present = counts > 0
     distinct, cnt = values[present], counts[present]
     n = int(cnt.sum())
     if n == 0:
-        return math.nan, math.nan, math.nan
+        return math.nan, None
     estimate = float((distinct * cnt).sum() / n)
     rng = np.random.default_rng(seed)
     if distinct.size == 1:
@@ -341,9 +403,7 @@ def _bootstrap_from_counts(counts: np.ndarray, values: np.ndarray, n_boot: int, 
     else:
         draws = rng.multinomial(n, cnt / n, size=n_boot)
         means = draws @ distinct / n
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return estimate, float(low), float(high)
+    return estimate, means
 
 
 def ablation_table(
@@ -363,7 +423,9 @@ def ablation_table(
     n_c, n_s, n_m = prep.correct.shape
     benches = prep.benchmarks
     bench_names = sorted(set(benches.tolist()))
-    bench_code = np.array([bench_names.index(b) for b in benches], dtype=np.int64) if n_s else np.empty(0, np.int64)
+    bench_code = np.zeros(n_s, dtype=np.int64)
+    for i, b in enumerate(bench_names[1:], 1):  # a few benchmarks: one comparison each
+        bench_code[benches == b] = i
     n_t = len(prep.tasks)
     group = bench_code * n_t + prep.task_code  # (S,) benchmark x task
     n_g = len(bench_names) * n_t
@@ -403,24 +465,39 @@ def ablation_table(
         k = (group[:, None] * n_m + np.arange(n_m)[None, :])[both]
         drop_counts[ci] = np.bincount(k * 3 + np.rint(d).astype(np.int64) + 1,
                                       minlength=n_g * n_m * 3).reshape(n_g, n_m, 3)
+    # the resampled means of every drop, then their quantiles in one call (the same numbers as one
+    # np.quantile per row: the same linear interpolation along each row)
+    boot_rows: list[dict[str, Any]] = []
+    boot_means: list[np.ndarray] = []
+    n_list, c_list = n.tolist(), correct.tolist()
+    low_list, high_list = low.tolist(), high.tolist()
+    has_drop = drop_counts.sum(axis=3) > 0
     for mi, model in enumerate(prep.models):
         for gi in range(n_g):
             bench, task = bench_names[gi // n_t], prep.tasks[gi % n_t]
             for ci, cname in enumerate(conds):
-                if n[ci, gi, mi] == 0:
+                nn = n_list[ci][gi][mi]
+                if nn == 0:
                     continue
                 row = {
                     "model": model, "benchmark": bench, "task": task, "condition": cname,
-                    "n": int(n[ci, gi, mi]), "correct": int(correct[ci, gi, mi]),
-                    "accuracy": float(correct[ci, gi, mi] / n[ci, gi, mi]),
-                    "ci_low": _num(low[ci, gi, mi]), "ci_high": _num(high[ci, gi, mi]),
+                    "n": int(nn), "correct": int(c_list[ci][gi][mi]),
+                    "accuracy": float(c_list[ci][gi][mi] / nn),
+                    "ci_low": _num(low_list[ci][gi][mi]), "ci_high": _num(high_list[ci][gi][mi]),
                     "drop": None, "drop_ci_low": None, "drop_ci_high": None,
                 }
-                if ci != vi and drop_counts[ci, gi, mi].sum():
-                    est, lo, hi = _bootstrap_from_counts(drop_counts[ci, gi, mi], diff_values, n_boot, confidence,
-                                                         seed)
-                    row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
+                if ci != vi and has_drop[ci, gi, mi]:
+                    est, means = _bootstrap_means(drop_counts[ci, gi, mi], diff_values, n_boot, seed)
+                    row["drop"] = _num(est)
+                    if means is not None:
+                        boot_rows.append(row)
+                        boot_means.append(means)
                 rows.append(row)
+    if boot_means:
+        alpha = (1.0 - confidence) / 2.0
+        qs = np.quantile(np.stack(boot_means), [alpha, 1.0 - alpha], axis=1)  # (2, rows)
+        for row, lo, hi in zip(boot_rows, qs[0].tolist(), qs[1].tolist()):
+            row.update(drop_ci_low=_num(lo), drop_ci_high=_num(hi))
     averages: list[dict[str, Any]] = []
     for mi, model in enumerate(prep.models):
         for bi, bench in enumerate(bench_names):
@@ -475,7 +552,7 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
                     "symmetric": float(po), "same_option": float(n_opt[mi] / nn),
                     "kappa": None if abs(1.0 - pe) < 1e-15 else float((po - pe) / (1.0 - pe)), "n": nn,
                 })
-    out.sort(key=lambda r: (prep.models.index(r["model"]), conds.index(r["a"]), conds.index(r["b"])))
+    out.sort(key=lambda r: (prep.models.index(str(r["model"])), conds.index(str(r["a"])), conds.index(str(r["b"]))))
     return out
 
 
