@@ -125,10 +125,12 @@ def encode(table: Any) -> EncodedPredictions:
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-    table = prepare_table(_unify_dictionaries(table))
-    bench_codes, benches = _raw_codes(table.column("benchmark"))
-    id_codes, ids = _raw_codes(table.column("sample_id"))
-    model_codes, models = _raw_codes(table.column("model"))
+    table = _unify_dictionaries(table)
+    if not _strategies_canonical(table):
+        table = prepare_table(table)  # renames the strategies, or raises on a near miss
+    bench_codes, benches = _identifier_codes(table.column("benchmark"), _raw_codes)
+    id_codes, ids = _identifier_codes(table.column("sample_id"), _raw_codes)
+    model_codes, models = _identifier_codes(table.column("model"), _raw_codes)
     width = max(len(ids), 1)
     n_pairs = max(len(benches), 1) * width
     wide = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
@@ -147,6 +149,57 @@ def encode(table: Any) -> EncodedPredictions:
     sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist() if ids else []
     return EncodedPredictions(table, sample_code.astype(wide, copy=False), model_codes.astype(wide, copy=False),
                               sample_benchmark, sample_ids, models)
+
+
+def _identifier_codes(column: Any, fallback: Any) -> tuple[np.ndarray, list[Any]]:
+    """``table._raw_codes`` of an identifier column: a chunked dictionary column whose chunks share
+    one dictionary (after ``_unify_dictionaries``) has its chunks' indices copied into one int32
+    array (no concatenation that compares the dictionaries again); anything else goes to ``fallback``."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else []
+    if not chunks or not pa.types.is_dictionary(column.type) or column.null_count:
+        return fallback(column)  # type: ignore[no-any-return]
+    first = chunks[0].dictionary
+    if not all(c.dictionary.equals(first) for c in chunks[1:]):
+        return fallback(column)  # type: ignore[no-any-return]
+    codes = np.empty(len(column), dtype=np.int32)
+    at = 0
+    for c in chunks:
+        codes[at:at + len(c)] = c.indices.to_numpy(zero_copy_only=False)
+        at += len(c)
+    return codes, first.to_pylist()
+
+
+def _strategies_canonical(table: Any) -> bool:
+    """Whether every strategy name used in ``table`` is already canonical (then
+    :func:`~tempcore.diagnostics.table.prepare_table` returns the table unchanged). The used names
+    of a dictionary column are read from a count of each chunk's small integer codes (no unique
+    over every row); ``False`` (let ``prepare_table`` decide) for any other column or a doubt."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.selection import SelectionError
+    from tempcore.selection.registry import canonical_strategy
+
+    if "strategy" not in table.column_names:
+        return True
+    col = table.column("strategy")
+    if not pa.types.is_dictionary(col.type):
+        return False
+    used: set[Any] = set()
+    for chunk in col.chunks:
+        idx = chunk.indices
+        if idx.null_count:
+            idx = pc.drop_null(idx)
+        if len(idx) == 0 or len(chunk.dictionary) == 0:
+            continue
+        seen = np.bincount(idx.to_numpy(zero_copy_only=False), minlength=len(chunk.dictionary)) > 0
+        used.update(chunk.dictionary.filter(pa.array(seen)).to_pylist())
+    try:
+        return all(canonical_strategy(str(v)) == str(v) for v in used if v is not None)
+    except SelectionError:
+        return False
 
 
 def prepare(
@@ -363,7 +416,7 @@ def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | N
         return out
     if "n_options" in enc.table.column_names:
         column = enc.table.column("n_options")
-        vals = _ints(column, -1)
+        vals = _ints(column, -1, np.int32)
         if column.null_count:
             ok = vals >= 0
             out[enc.sample_code[ok]] = vals[ok]
@@ -529,17 +582,22 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     Vectorised over models; :func:`agreement_measures` is the same for one pair of vectors."""
     out = []
     conds = prep.conditions
-    present = ~np.isnan(prep.correct)  # (C, S, M)
-    right = prep.correct > 0.5
+    n_c, n_s, n_m = prep.correct.shape
+    # every pair's counts at once, as products of 0/1 matrices per model (exact: integer sums below
+    # 2**24 in float32, else float64): both[a, b] = P_a.P_b, right under a among both = R_a.P_b
+    # (a right answer is a present one), under b = P_a.R_b, under both = R_a.R_b
+    ftype = np.float32 if n_s < 2**24 else np.float64
+    present = np.ascontiguousarray((~np.isnan(prep.correct)).transpose(2, 0, 1), dtype=ftype)  # (M, C, S)
+    right = np.ascontiguousarray((prep.correct > 0.5).transpose(2, 0, 1), dtype=ftype)
+    pp = np.rint(present @ present.transpose(0, 2, 1)).astype(np.int64)  # (M, C, C)
+    rp = np.rint(right @ present.transpose(0, 2, 1)).astype(np.int64)
+    rr = np.rint(right @ right.transpose(0, 2, 1)).astype(np.int64)
     for ai in range(len(conds)):
         for bi in range(ai + 1, len(conds)):
-            both = present[ai] & present[bi]  # (S, M)
-            n = both.sum(axis=0)
-            ca, cb = right[ai] & both, right[bi] & both
-            n_a, n_b, n_ab = ca.sum(axis=0), cb.sum(axis=0), (ca & cb).sum(axis=0)
+            n, n_a, n_b, n_ab = pp[:, ai, bi], rp[:, ai, bi], rp[:, bi, ai], rr[:, ai, bi]
             n_same = n - n_a - n_b + 2 * n_ab  # both right + both wrong
             xa = prep.answer[ai]
-            n_opt = ((xa == prep.answer[bi]) & (xa >= 0) & both).sum(axis=0)
+            n_opt = ((xa == prep.answer[bi]) & (xa >= 0)).sum(axis=0)  # an option >= 0 under both: both present
             for mi, model in enumerate(prep.models):
                 nn = int(n[mi])
                 if nn == 0:
