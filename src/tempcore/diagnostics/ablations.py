@@ -589,9 +589,9 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     ftype = np.float32 if n_s < 2**24 else np.float64
     present = np.ascontiguousarray((~np.isnan(prep.correct)).transpose(2, 0, 1), dtype=ftype)  # (M, C, S)
     right = np.ascontiguousarray((prep.correct > 0.5).transpose(2, 0, 1), dtype=ftype)
-    pp = np.rint(present @ present.transpose(0, 2, 1)).astype(np.int64)  # (M, C, C)
-    rp = np.rint(right @ present.transpose(0, 2, 1)).astype(np.int64)
-    rr = np.rint(right @ right.transpose(0, 2, 1)).astype(np.int64)
+    pp = np.rint(np.matmul(present, present.transpose(0, 2, 1))).astype(np.int64)  # (M, C, C)
+    rp = np.rint(np.matmul(right, present.transpose(0, 2, 1))).astype(np.int64)
+    rr = np.rint(np.matmul(right, right.transpose(0, 2, 1))).astype(np.int64)
     for ai in range(len(conds)):
         for bi in range(ai + 1, len(conds)):
             n, n_a, n_b, n_ab = pp[:, ai, bi], rp[:, ai, bi], rp[:, bi, ai], rr[:, ai, bi]
