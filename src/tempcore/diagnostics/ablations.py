@@ -78,6 +78,18 @@ def _column_codes(table: Any, name: str) -> tuple[np.ndarray, list[Any]]:
     import pyarrow.compute as pc
 
     col = table.column(name)
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks and pa.types.is_dictionary(col.type) and \
+            all(c.dictionary.equals(col.chunk(0).dictionary) for c in col.chunks[1:]):
+        # chunks sharing one dictionary (a Parquet file's): their indices copied into one array
+        values = col.chunk(0).dictionary.to_pylist()
+        out = np.empty(len(col), dtype=np.int32)
+        at = 0
+        for c in col.chunks:
+            idx = c.indices
+            out[at:at + len(c)] = (pc.fill_null(idx, len(values)) if idx.null_count else idx).to_numpy(
+                zero_copy_only=False)
+            at += len(c)
+        return out, values + [None] if col.null_count else values
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
     if pa.types.is_dictionary(col.type):
