@@ -668,7 +668,10 @@ class OrderSensitivity:
         defined = ~(np.isnan(osh) & np.isnan(orv))
 
         def values(a: np.ndarray) -> list[float | None]:
-            return [None if x != x else x for x in a[defined].tolist()]  # NaN -> None
+            kept = a[defined]
+            if not np.isnan(kept).any():
+                return kept.tolist()  # type: ignore[no-any-return]
+            return [None if x != x else x for x in kept.tolist()]  # NaN -> None
 
         return [
             {"benchmark": b, "sample_id": s, "os_shuffled": x, "os_reversed": y}
