@@ -628,3 +628,18 @@ def test_result_tables_for_the_report():
     assert "62.5" in text and "41.7" in text  # macro of uniform, chance (1/3 + 1/2) / 2
     assert tables["answer_agreement"].rows[0]["conditional"] == pytest.approx(1.0)  # textonly right only on q1
     assert tables["order_sensitivity"].rows == []
+
+
+def test_built_in_condition_names_are_canonical_strategies():
+    """The names ``encode`` takes as canonical without loading the strategy registry are registered
+    strategies under exactly those names; any other name still goes through ``canonical_strategy``."""
+    from tempcore.diagnostics.ablations import _BUILT_IN_CONDITIONS, _strategies_canonical
+    from tempcore.selection.registry import STRATEGIES, canonical_strategy
+
+    for name in _BUILT_IN_CONDITIONS:
+        assert name in STRATEGIES and canonical_strategy(name) == name
+    t = table([row("b", "s1", "m", "Uniform", 1), row("b", "s1", "m", "textonly", 1)])
+    coded = t.set_column(t.column_names.index("strategy"), "strategy", t.column("strategy").dictionary_encode())
+    assert not _strategies_canonical(coded)
+    out = audit_ablations(coded, conditions=["textonly"])
+    assert {r["condition"] for r in out["models"]} == {"uniform", "textonly"}

@@ -61,6 +61,9 @@ from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
 ABLATIONS = ("textonly", "noframe", "single", "shuffled", "reversed")
 """The ablation conditions of TVBench (plus the grey-frame ``noframe``), after the video condition."""
 REORDERINGS = ("shuffled", "reversed")
+_BUILT_IN_CONDITIONS = frozenset({"uniform", "maxprob", "minprob", *ABLATIONS})
+"""Built-in strategies (registered under exactly these names, so ``canonical_strategy`` returns them
+unchanged; ``tests/test_ablations.py`` checks it): a table using only these needs no registry load."""
 _AMBIGUOUS = ("k", "mode", "encoder", "fps", "seed", "variant")
 _TS = ("temporally_grounded", "visual_bias")
 
@@ -191,9 +194,6 @@ def _strategies_canonical(table: Any) -> bool:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tempcore.selection import SelectionError
-    from tempcore.selection.registry import canonical_strategy
-
     if "strategy" not in table.column_names:
         return True
     col = table.column("strategy")
@@ -208,8 +208,14 @@ def _strategies_canonical(table: Any) -> bool:
             continue
         seen = np.bincount(idx.to_numpy(zero_copy_only=False), minlength=len(chunk.dictionary)) > 0
         used.update(chunk.dictionary.filter(pa.array(seen)).to_pylist())
+    names = {str(v) for v in used if v is not None} - _BUILT_IN_CONDITIONS
+    if not names:
+        return True  # registered spellings of built-in strategies: canonical, no registry to load
+    from tempcore.selection import SelectionError
+    from tempcore.selection.registry import canonical_strategy
+
     try:
-        return all(canonical_strategy(str(v)) == str(v) for v in used if v is not None)
+        return all(canonical_strategy(v) == v for v in names)
     except SelectionError:
         return False
 
