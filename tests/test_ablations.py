@@ -368,6 +368,21 @@ def test_narrow_encoding_equals_encoded_predictions(seed):
         assert (a.sample_benchmark, a.sample_id, a.models) == (b.sample_benchmark, b.sample_id, b.models)
         assert a.sample_code.tolist() == b.sample_code.tolist() and a.model_code.tolist() == b.model_code.tolist()
         assert audit_ablations(variant, n_boot=200) == audit_ablations(b, n_boot=200)
+    # chunk-by-chunk paths (dictionary strategy / task, chunked integer columns, every row used)
+    # against the general ones (plain strings; an oracle window row makes not every row used)
+    import pyarrow.compute as pc
+
+    plain = audit_ablations(t, n_boot=200)
+    chunked = _chunked_dictionaries(t, ["benchmark", "sample_id", "model", "strategy", "task"], pieces=4)
+    for name in ("answer", "correct", "n_options"):
+        values = pc.fill_null(t.column(name), -1) if name == "answer" else t.column(name)
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        cut = len(values) // 4
+        chunked = chunked.set_column(chunked.column_names.index(name), name,
+                                     pa.chunked_array([values.slice(0, cut), values.slice(cut)]))
+    assert audit_ablations(chunked, n_boot=200) == plain
+    oracle = table([rows[i] for i in order] + [dict(rows[0], window=3)])  # first occurrences kept
+    assert audit_ablations(oracle, n_boot=200) == plain
     prep = prepare(t, ["uniform", "textonly", "shuffled"])
     got, _ = ablation_table(prep, n_boot=200, seed=3)
     checked = 0

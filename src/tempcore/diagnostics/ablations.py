@@ -166,6 +166,31 @@ def encode(table: Any) -> EncodedPredictions:
                               sample_benchmark, sample_ids, models)
 
 
+def _chunk_views(column: Any) -> list[tuple[int, int, np.ndarray]] | None:
+    """``(start, stop, values)`` per chunk of an integer column without nulls, or of the indices of
+    a dictionary column without nulls whose chunks share one dictionary: numpy views of the
+    chunks' own buffers, so per-row work runs chunk by chunk (cache-sized, nothing the size of the
+    column allocated). ``None`` for any other column (the caller takes the general path)."""
+    import pyarrow as pa
+
+    if column.null_count:
+        return None
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if pa.types.is_dictionary(column.type):
+        if chunks and not all(c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+            return None
+        arrays = [c.indices for c in chunks]
+    elif pa.types.is_integer(column.type):
+        arrays = list(chunks)
+    else:
+        return None
+    out, at = [], 0
+    for a in arrays:
+        out.append((at, at + len(a), a.to_numpy(zero_copy_only=False)))
+        at += len(a)
+    return out
+
+
 def _identifier_codes(column: Any, fallback: Any) -> tuple[np.ndarray, list[Any]]:
     """``table._raw_codes`` of an identifier column: a chunked dictionary column whose chunks share
     one dictionary (after ``_unify_dictionaries``) has its chunks' indices copied into one int32
@@ -237,18 +262,26 @@ def prepare(
     (default: the ``n_options`` column; unknown otherwise, and chance levels are then ``None``).
     ``filters``: ``{condition: {column: value}}`` to pick one value of an ambiguous column.
     """
+    import pyarrow as pa
+
     enc = table if isinstance(table, EncodedPredictions) else encode(table)
     t = enc.table
     conditions = list(dict.fromkeys(conditions))
     n_rows = t.num_rows
-    s_codes, s_values = _column_codes(t, "strategy")
     n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
     wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64  # the cell index of a row
-    lookup = np.full(len(s_values) + 1, -1, dtype=wide)
-    for i, v in enumerate(s_values):
-        if v in conditions:
-            lookup[i] = conditions.index(v)
-    cond: np.ndarray = lookup[s_codes] if n_rows else np.empty(0, dtype=wide)
+    strategy = t.column("strategy")
+    views = _chunk_views(strategy) if pa.types.is_dictionary(strategy.type) and n_rows else None
+    if views is not None:  # the condition of each row, chunk by chunk through the dictionary
+        s_values = strategy.chunk(0).dictionary.to_pylist()
+        lookup = _condition_lookup(s_values, conditions, wide)
+        cond: np.ndarray = np.empty(n_rows, dtype=wide)
+        for a, b, idx in views:
+            cond[a:b] = lookup[idx]
+    else:
+        s_codes, s_values = _column_codes(t, "strategy")
+        lookup = _condition_lookup(s_values, conditions, wide)
+        cond = lookup[s_codes] if n_rows else np.empty(0, dtype=wide)
     keep = cond >= 0
     if "rotation" in t.column_names:
         keep &= enc.rotations() == 0
@@ -263,24 +296,48 @@ def prepare(
     every = bool(keep.all())
     rows: Any = _Identity() if every else np.flatnonzero(keep)  # the row of each kept position
     pick: Any = slice(None) if every else rows  # no gathers (and no arange) when every row is used
-    cell = cond[pick].astype(wide)  # ((condition * S) + sample) * M + model, in place
+    # ((condition * S) + sample) * M + model, in place (on cond itself when every row is used: the
+    # condition of a row is then cell // (S * M))
+    cell = cond if every and cond.dtype == wide else cond[pick].astype(wide)
     cell *= n_s
     cell += enc.sample_code[pick]
     cell *= n_m
     cell += enc.model_code[pick]
-    _check_duplicates(enc, cell, rows, cond, conditions)
+    _check_duplicates(enc, cell, rows, n_s * n_m, conditions)
     correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)  # 0/1 exactly; small: fewer page faults
-    values = _ints(t.column("correct"), -1)[pick]
-    if (values < 0).any():
-        bad = rows[values < 0][0]
-        raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
-    correct[cell] = values
+    views = _chunk_views(t.column("correct")) if every else None
+    if views is not None:  # chunk by chunk: no copy of the column
+        for a, b, v in views:
+            if (v < 0).any():
+                bad = a + int(np.flatnonzero(v < 0)[0])
+                raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
+            correct[cell[a:b]] = v
+    else:
+        values = _ints(t.column("correct"), -1)[pick]
+        if (values < 0).any():
+            bad = rows[values < 0][0]
+            raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
+        correct[cell] = values
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)  # option index (< 26), -1 parse failure, -2 no row
-    answer[cell] = _ints(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
+    views = _chunk_views(t.column("answer")) if every and "answer" in t.column_names else None
+    if views is not None:
+        for a, b, v in views:
+            answer[cell[a:b]] = v  # the cast of an assignment, as below
+    else:
+        answer[cell] = _ints(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
     task_code, tasks = _tasks(enc, by, task_of_sample)
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
+
+
+def _condition_lookup(s_values: Sequence[Any], conditions: list[str], wide: Any) -> np.ndarray:
+    """Per strategy code (and one more, a null's): the index of the condition, -1 when not asked for."""
+    lookup = np.full(len(s_values) + 1, -1, dtype=wide)
+    for i, v in enumerate(s_values):
+        if v in conditions:
+            lookup[i] = conditions.index(v)
+    return lookup
 
 
 class _Identity:
@@ -375,8 +432,9 @@ def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarr
             )
 
 
-def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarray, cond: np.ndarray,
+def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarray, per_condition: int,
                       conditions: list[str]) -> None:
+    """Raise on a cell given twice; ``per_condition`` = S * M (a kept row's condition is its cell // that)."""
     if cell.size == 0:
         return
     filled = np.zeros(int(cell.max()) + 1, dtype=bool)
@@ -384,16 +442,19 @@ def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarra
     if int(np.count_nonzero(filled)) != cell.size:
         order = np.argsort(cell, kind="stable")
         same = np.flatnonzero(cell[order][1:] == cell[order][:-1])
-        r = rows[order[same[0] + 1]]
+        p = order[same[0] + 1]
+        r = rows[p]
         raise DiagnosticsError(
             f"duplicate predictions for sample {enc.sample_id[enc.sample_code[r]]!r} of "
             f"{enc.sample_benchmark[enc.sample_code[r]]!r}, model {enc.models[enc.model_code[r]]!r}, "
-            f"condition {conditions[int(cond[r])]!r}"
+            f"condition {conditions[int(cell[p]) // per_condition]!r}"
         )
 
 
 def _tasks(enc: EncodedPredictions, by: str | None,
            task_of_sample: Mapping[tuple[str, str], Any] | None) -> tuple[np.ndarray, list[Any]]:
+    import pyarrow as pa
+
     n_s = enc.n_samples
     if task_of_sample is not None:
         values = [task_of_sample.get((b, s)) for b, s in zip(enc.sample_benchmark, enc.sample_id)]
@@ -410,12 +471,28 @@ def _tasks(enc: EncodedPredictions, by: str | None,
             f"no column {by!r} in the predictions (they have {sorted(t.column_names)}); give the annotations "
             "to take the task from the samples"
         )
-    codes, values = _column_codes(t, by)
-    per_sample = np.full(n_s, -1, dtype=codes.dtype if codes.dtype.itemsize >= 4 else np.int64)
-    per_sample[enc.sample_code] = codes
-    bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
-    if bad.size:
-        r = bad[0]
+    column = t.column(by)
+    views = _chunk_views(column) if pa.types.is_dictionary(column.type) else None
+    if views is not None:  # chunk by chunk: each sample's task, then every row checked against it
+        values = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
+        per_sample = np.full(n_s, -1, dtype=np.int32)
+        for a, b, idx in views:
+            per_sample[enc.sample_code[a:b]] = idx
+        r = -1
+        for a, b, idx in views:
+            bad = np.flatnonzero(per_sample[enc.sample_code[a:b]] != idx)
+            if bad.size:
+                r = a + int(bad[0])
+                break
+        if r < 0:
+            return per_sample, values
+    else:
+        codes, values = _column_codes(t, by)
+        per_sample = np.full(n_s, -1, dtype=codes.dtype if codes.dtype.itemsize >= 4 else np.int64)
+        per_sample[enc.sample_code] = codes
+        bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
+        r = int(bad[0]) if bad.size else -1
+    if r >= 0:
         raise DiagnosticsError(
             f"column {by!r} takes several values for sample {enc.sample_id[enc.sample_code[r]]!r}; "
             "a task is a property of the sample"
@@ -424,6 +501,8 @@ def _tasks(enc: EncodedPredictions, by: str | None,
 
 
 def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | None) -> np.ndarray:
+    import pyarrow as pa
+
     n_s = enc.n_samples
     out = np.full(n_s, np.nan)
     if given is not None:
@@ -434,6 +513,11 @@ def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | N
         return out
     if "n_options" in enc.table.column_names:
         column = enc.table.column("n_options")
+        views = _chunk_views(column) if pa.types.is_integer(column.type) else None
+        if views is not None:  # chunk by chunk: no copy of the column
+            for a, b, counts in views:
+                out[enc.sample_code[a:b]] = counts
+            return out
         vals = _ints(column, -1, np.int32)
         if column.null_count:
             ok = vals >= 0
