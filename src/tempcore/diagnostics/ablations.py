@@ -143,9 +143,13 @@ def encode(table: Any) -> EncodedPredictions:
     table = _unify_dictionaries(table)
     if not _strategies_canonical(table):
         table = prepare_table(table)  # renames the strategies, or raises on a near miss
+    model_codes, models = _identifier_codes(table.column("model"), _raw_codes)
+    fast = _pairs_by_chunk(table, len(models))
+    if fast is not None:
+        sample_code, sample_benchmark, sample_ids = fast
+        return EncodedPredictions(table, sample_code, model_codes, sample_benchmark, sample_ids, models)
     bench_codes, benches = _identifier_codes(table.column("benchmark"), _raw_codes)
     id_codes, ids = _identifier_codes(table.column("sample_id"), _raw_codes)
-    model_codes, models = _identifier_codes(table.column("model"), _raw_codes)
     width = max(len(ids), 1)
     n_pairs = max(len(benches), 1) * width
     wide = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
@@ -164,6 +168,35 @@ def encode(table: Any) -> EncodedPredictions:
     sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist() if ids else []
     return EncodedPredictions(table, sample_code.astype(wide, copy=False), model_codes.astype(wide, copy=False),
                               sample_benchmark, sample_ids, models)
+
+
+def _pairs_by_chunk(table: Any, n_models: int) -> tuple[np.ndarray, list[str], list[str]] | None:
+    """The sample code per row and the per-sample lists of :func:`encode`, chunk by chunk, when
+    ``benchmark`` and ``sample_id`` are dictionary columns whose chunks share one dictionary and
+    have no nulls (a Parquet file's): the (benchmark, sample_id) pairs present are marked in a
+    bitmap and numbered in order, as ``encode`` does, without column-sized code arrays. ``None``
+    otherwise."""
+    bench_views = _chunk_views(table.column("benchmark"))
+    id_views = _chunk_views(table.column("sample_id"))
+    if bench_views is None or id_views is None or not table.num_rows or \
+            [(a, b) for a, b, _ in bench_views] != [(a, b) for a, b, _ in id_views]:
+        return None
+    benches = table.column("benchmark").chunk(0).dictionary.to_pylist()
+    ids = table.column("sample_id").chunk(0).dictionary.to_pylist()
+    width = max(len(ids), 1)
+    n_pairs = max(len(benches), 1) * width
+    wide = np.int32 if n_pairs * max(n_models, 1) < 2**31 else np.int64
+    present = np.zeros(n_pairs, dtype=bool)
+    for (_, _, bench), (_, _, sid) in zip(bench_views, id_views):
+        present[bench.astype(wide) * width + sid] = True
+    uniq = np.flatnonzero(present)
+    number = np.cumsum(present, dtype=wide) - 1
+    sample_code = np.empty(table.num_rows, dtype=wide)
+    for (a, b, bench), (_, _, sid) in zip(bench_views, id_views):
+        sample_code[a:b] = number[bench.astype(wide) * width + sid]
+    sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist()
+    sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist()
+    return sample_code, sample_benchmark, sample_ids
 
 
 def _chunk_views(column: Any) -> list[tuple[int, int, np.ndarray]] | None:
@@ -232,7 +265,8 @@ def _strategies_canonical(table: Any) -> bool:
         if len(idx) == 0 or len(chunk.dictionary) == 0:
             continue
         seen = np.bincount(idx.to_numpy(zero_copy_only=False), minlength=len(chunk.dictionary)) > 0
-        used.update(chunk.dictionary.filter(pa.array(seen)).to_pylist())
+        entries = chunk.dictionary.to_pylist()
+        used.update(entries[i] for i in np.flatnonzero(seen).tolist())
     names = {str(v) for v in used if v is not None} - _BUILT_IN_CONDITIONS
     if not names:
         return True  # registered spellings of built-in strategies: canonical, no registry to load
