@@ -57,7 +57,8 @@ left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``s
 :mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
 are fractions, not percentages.
 
-Everything is vectorised (numpy bincounts over dense codes); pyarrow and numpy only.
+Everything is vectorised (numpy bincounts over dense codes; over 65536 rows a table in key order is
+summed over contiguous runs instead, with the same numbers); pyarrow and numpy only.
 """
 
 from __future__ import annotations
