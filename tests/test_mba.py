@@ -502,3 +502,29 @@ def test_fast_paths_give_exactly_the_general_figures(monkeypatch, n_models, n_op
             assert (r["n_binary"], r["correct_binary"], r["n_groups"], r["correct_groups"],
                     r["incomplete_groups"]) == (nb, cb, ng, cg, inc), (view, k)
             assert r["chance_mba"] == pytest.approx(ch, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binary_group_keys_partition_ids_as_the_regex_groups(seed):
+    """The keys the groups are coded from (the group followed by ``#b``, no slicing) are equal for
+    two ids exactly when their regex-stripped groups are, on ids made of the suffix's own
+    characters (and a multi-byte one), with and without the suffix, plain and chunked."""
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.mba import BINARY_SUFFIX, _binary_group_keys
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab#0123456789é")
+    for _ in range(300):
+        ids = pa.array(["".join(rng.choice(alphabet, rng.integers(0, 7))) for _ in range(rng.integers(2, 12))])
+        if rng.random() < 0.3:
+            ids = pa.chunked_array([ids.slice(0, 1), ids.slice(1)])
+        has, keys = _binary_group_keys(ids)
+        assert has.tolist() == pc.match_substring_regex(ids, BINARY_SUFFIX).to_pylist()
+        groups = pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="").to_pylist()
+        keys = keys.to_pylist()
+        for i in range(len(groups)):
+            for j in range(len(groups)):
+                assert (groups[i] == groups[j]) == (keys[i] == keys[j]), (ids, i, j)
+    has, keys = _binary_group_keys(pa.array(["a#b1", "a#b2", "a#b#b3", "é#b10"]))  # every id has the suffix
+    assert has.all() and keys.to_pylist() == ["a#b", "a#b", "a#b#b", "é#b"]
