@@ -626,13 +626,15 @@ def ablation_table(
     nonempty = np.bincount(group, minlength=n_g) > 0
     n = np.zeros((n_c, n_g, n_m), dtype=np.int64)
     correct = np.zeros((n_c, n_g, n_m), dtype=np.int64)
+    p_sorted: list[np.ndarray] = []  # per condition, (S, M) in group order: present, right
+    r_sorted: list[np.ndarray] = []
+    at = starts[nonempty]
     if n_s:
-        at = starts[nonempty]
         for ci in range(n_c):
-            p_sorted = present[ci][order]
-            n[ci][nonempty] = np.add.reduceat(p_sorted, at, axis=0)
-            right = (prep.correct[ci][order] > 0.5) & p_sorted
-            correct[ci][nonempty] = np.add.reduceat(right, at, axis=0)
+            p_sorted.append(present[ci][order])
+            n[ci][nonempty] = np.add.reduceat(p_sorted[ci], at, axis=0)
+            r_sorted.append((prep.correct[ci][order] > 0.5) & p_sorted[ci])
+            correct[ci][nonempty] = np.add.reduceat(r_sorted[ci], at, axis=0)
     low, high = wilson_interval(correct, n, confidence)
     # chance per (benchmark, task): mean of 1 / n_options over the task's samples (NaN if any unknown)
     inv = 1.0 / prep.n_options
@@ -642,18 +644,21 @@ def ablation_table(
     with np.errstate(invalid="ignore", divide="ignore"):
         chance = np.where((g_n > 0) & (g_unknown == 0), g_sum / np.maximum(g_n, 1), np.nan)
     # drops: counts of the paired differences (-1, 0, 1) per (c, g, m)
+    # (correctness is 0 / 1: video - condition is +1 when only the video is right, -1 when only the
+    # condition is, 0 otherwise), summed over the group-sorted samples like the accuracies
     diff_values = np.array([-1.0, 0.0, 1.0])
-    vid = prep.correct[vi]
     rows: list[dict[str, Any]] = []
     drop_counts = np.zeros((n_c, n_g, n_m, 3), dtype=np.int64)
     for ci in range(n_c):
-        if ci == vi:
+        if ci == vi or not n_s:
             continue
-        both = present[ci] & ~np.isnan(vid)
-        d = (vid - prep.correct[ci])[both]  # video - condition
-        k = (group[:, None] * n_m + np.arange(n_m)[None, :])[both]
-        drop_counts[ci] = np.bincount(k * 3 + np.rint(d).astype(np.int64) + 1,
-                                      minlength=n_g * n_m * 3).reshape(n_g, n_m, 3)
+        both = p_sorted[ci] & p_sorted[vi]
+        only_video = r_sorted[vi] & ~r_sorted[ci] & both
+        only_condition = r_sorted[ci] & ~r_sorted[vi] & both
+        n_both = np.add.reduceat(both, at, axis=0)
+        n_plus = np.add.reduceat(only_video, at, axis=0)
+        n_minus = np.add.reduceat(only_condition, at, axis=0)
+        drop_counts[ci][nonempty] = np.stack([n_minus, n_both - n_plus - n_minus, n_plus], axis=-1)
     # the resampled means of every drop, then their quantiles in one call (the same numbers as one
     # np.quantile per row: the same linear interpolation along each row)
     boot_rows: list[dict[str, Any]] = []
