@@ -728,11 +728,12 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     # 2**24 in float32, else float64): both[a, b] = P_a.P_b, right under a among both = R_a.P_b
     # (a right answer is a present one), under b = P_a.R_b, under both = R_a.R_b
     ftype = np.float32 if n_s < 2**24 else np.float64
-    present = np.ascontiguousarray((~np.isnan(prep.correct)).transpose(2, 0, 1), dtype=ftype)  # (M, C, S)
-    right = np.ascontiguousarray((prep.correct > 0.5).transpose(2, 0, 1), dtype=ftype)
-    pp = np.rint(np.matmul(present, present.transpose(0, 2, 1))).astype(np.int64)  # (M, C, C)
-    rp = np.rint(np.matmul(right, present.transpose(0, 2, 1))).astype(np.int64)
-    rr = np.rint(np.matmul(right, right.transpose(0, 2, 1))).astype(np.int64)
+    both_kinds = np.concatenate([~np.isnan(prep.correct), prep.correct > 0.5])  # (2C, S, M): P then R
+    gram = np.empty((n_m, 2 * n_c, 2 * n_c), dtype=np.int64)
+    for mi in range(n_m):  # one model's (2C, S) 0/1 matrix at a time: small, cache-sized copies
+        x = both_kinds[:, :, mi].astype(ftype)
+        gram[mi] = np.rint(np.matmul(x, x.T))
+    pp, rp, rr = gram[:, :n_c, :n_c], gram[:, n_c:, :n_c], gram[:, n_c:, n_c:]  # (M, C, C)
     for ai in range(len(conds)):
         for bi in range(ai + 1, len(conds)):
             n, n_a, n_b, n_ab = pp[:, ai, bi], rp[:, ai, bi], rp[:, bi, ai], rr[:, ai, bi]
@@ -829,21 +830,28 @@ def order_sensitivity(
     vi = conds.index(video)
     n_c, n_s, n_m = prep.correct.shape
     benches = prep.benchmarks
-    present = ~np.isnan(prep.correct)
+    bench_rows = {bench: np.flatnonzero(benches == bench) for bench in sorted(set(benches.tolist()))}
+    present_video = ~np.isnan(prep.correct[vi])
     os_values: dict[str, np.ndarray] = {}
     classes: dict[str, np.ndarray] = {}
     for name in REORDERINGS:
         if name not in conds:
             continue
         ri = conds.index(name)
+        present_r = ~np.isnan(prep.correct[ri])
         values = np.full(n_s, np.nan)
-        for bench in sorted(set(benches.tolist())):
-            rows = np.flatnonzero(benches == bench)
-            panel = np.flatnonzero((present[vi][rows] | present[ri][rows]).any(axis=0))
-            if panel.size == 0 or not present[ri][rows].any():
+        for rows in bench_rows.values():
+            every_row = rows.size == n_s  # one benchmark: no gather of the rows
+            pv, pr = (present_video, present_r) if every_row else (present_video[rows], present_r[rows])
+            panel = np.flatnonzero((pv | pr).any(axis=0))
+            if panel.size == 0 or not pr.any():
                 continue
-            d = (prep.correct[vi][np.ix_(rows, panel)].astype(np.float64)
-                 - prep.correct[ri][np.ix_(rows, panel)].astype(np.float64))
+            a, b = prep.correct[vi], prep.correct[ri]
+            if not every_row:
+                a, b = a[rows], b[rows]
+            if panel.size != n_m:
+                a, b = a[:, panel], b[:, panel]
+            d = a.astype(np.float64) - b.astype(np.float64)  # the same values as a gather by np.ix_
             values[rows] = d.mean(axis=1)  # NaN when any panel model lacks either value
         os_values[name] = values
         classes[name] = fss_categories(values, tau)
