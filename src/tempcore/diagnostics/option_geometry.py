@@ -115,7 +115,8 @@ def centrality(options: Sequence[str]) -> np.ndarray:
     n = len(options)
     if n < 2:
         return np.full(n, np.nan)
-    return distance_matrix(options).sum(axis=1) / (n - 1)
+    out: np.ndarray = distance_matrix(options).sum(axis=1) / (n - 1)
+    return out
 
 
 def centroid(options: Sequence[str], rtol: float = 1e-12) -> int | None:
@@ -134,7 +135,8 @@ def centroid(options: Sequence[str], rtol: float = 1e-12) -> int | None:
 def _pmf_binomial(n: int, p: float) -> np.ndarray:
     from scipy import stats
 
-    return stats.binom.pmf(np.arange(n + 1), n, p)
+    pmf: np.ndarray = stats.binom.pmf(np.arange(n + 1), n, p)
+    return pmf
 
 
 def chance_test(successes: int, option_counts: Sequence[int] | np.ndarray, alternative: str = "two-sided") -> float:
@@ -278,6 +280,7 @@ def centroid_picks(
     if table.num_rows == 0:
         return []
     # per-sample geometry, joined on the distinct (benchmark, sample_id) of the table
+    index: dict[Any, int]
     if benchmark is not None:
         index = {sid: i for i, sid in enumerate(geo.sample_id)}
         key_cols = ["sample_id"]
