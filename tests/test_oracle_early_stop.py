@@ -147,7 +147,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def _world_cfg(world: Any, out: Path, early: Any, cache: Path) -> RunConfig:
     from tempcore.demo import demo_config
 
-    base = demo_config(world, out, k=K, oracle_windows=WINDOWS, cache=cache)
+    base: RunConfig = demo_config(world, out, k=K, oracle_windows=WINDOWS, cache=cache)
     return dataclasses.replace(
         base, models=tuple(m for m in base.models if m["model"] in MODELS),
         conditions=(ConditionEntry("uniform"),
@@ -253,12 +253,14 @@ def _window_means(world: Any, early_table: Any, cache: Path) -> dict[tuple[str, 
     from tempcore.demo import WORLD_ENCODER
     from tempcore.encoders import load_encoder
     from tempcore.encoders.cache import EmbeddingCache
-    from tempcore.scoring import score_samples
+    from tempcore.scoring import FrameScores, score_samples
 
     enc = load_encoder(WORLD_ENCODER, device="cpu")
-    scores = {r.sample_id: np.asarray(r.s) for r in score_samples(list(world.samples()), enc, ["qa"], fps=world.config.fps,
-                                                                   cache=EmbeddingCache(cache),
-                                                                   video_root=str(world.root))}
+    scores: dict[str, np.ndarray] = {}
+    for r in score_samples(list(world.samples()), enc, ["qa"], fps=world.config.fps, cache=EmbeddingCache(cache),
+                           video_root=str(world.root)):
+        assert isinstance(r, FrameScores), r  # every world video scores
+        scores[r.sample_id] = np.asarray(r.s)
     means: dict[tuple[str, int], float] = {}
     for r in early_table.select(["sample_id", "condition", "frame_indices"]).to_pylist():
         if r["condition"].startswith("oracle|"):
