@@ -23,6 +23,7 @@ import pytest
 from tempcore.config import ConditionEntry, ConfigError, RunConfig, check_config, early_stop_mode
 from tempcore.records import Condition, FrameSet, Sample
 from tempcore.selection.windows import window_order
+from test_ray import local_ray  # noqa: F401  (the local Ray fixture: a missing ray fails, never skips)
 
 QUESTIONS = 8
 K = 8
@@ -325,3 +326,19 @@ def test_dry_run_prints_the_calls_either_way(world: Any, tmp_path: Path) -> None
             assert f"(early_stop: true: {n_rows} to {n_rows * WINDOWS})" in text
             assert f"up to {(n_rows + n_rows * WINDOWS) * len(MODELS)} model calls" in text
         assert not (tmp_path / str(early) / "run" / "store.sqlite").exists()
+
+
+@pytest.mark.usefixtures("local_ray")
+def test_the_ray_executor_runs_the_same_waves(world: Any, runs: dict[str, Any], tmp_path: Path) -> None:
+    """The Ray executor answers each wave (actors started per wave): the same rows as the local run."""
+    import torch
+
+    from tempcore.runner import run
+
+    torch.set_num_threads(1)
+    cfg = _world_cfg(world, tmp_path / "ray", True, runs["root"] / "cache")
+    cfg = dataclasses.replace(cfg, models=tuple(m for m in cfg.models if m["model"] == "zoo-mean"), executor="ray")
+    summary = run(cfg, progress=False, log=lambda _l: None)
+    local = {k: v for k, v in _rows(runs["early"]["dir"]).items() if k[2] == "zoo-mean"}
+    assert _rows(tmp_path / "ray") == local
+    assert summary.oracle_early_stop["zoo-mean"] == runs["early"]["summary"].oracle_early_stop["zoo-mean"]
