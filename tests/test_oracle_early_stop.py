@@ -318,7 +318,7 @@ def test_dry_run_prints_the_calls_either_way(world: Any, tmp_path: Path) -> None
         assert info == {"at_most": n_rows * WINDOWS, "at_least": n_rows if early else n_rows * WINDOWS}
         text = "\n".join(lines)
         if early:
-            assert f"oracle (early_stop: True): {n_rows} to {n_rows * WINDOWS} window calls" in text
+            assert f"oracle (early_stop: true): {n_rows} to {n_rows * WINDOWS} window calls" in text
             assert f"early_stop: false: up to {n_rows * WINDOWS}" in text
             assert f"{(n_rows + n_rows) * len(MODELS)} to {(n_rows + n_rows * WINDOWS) * len(MODELS)} model calls" in text
         else:

@@ -770,7 +770,7 @@ def _dry_run(
                 if early_stop_mode(entry) is not None:
                     early_least += n
                     oracle_lines.append(
-                        f"    oracle (early_stop: {entry.params['early_stop']}): {n} to {n * w} window calls per "
+                        f"    oracle (early_stop: {_yaml_value(entry.params['early_stop'])}): {n} to {n * w} window calls per "
                         f"model, one per (sample, rotation) at least, stopping at the first correct one "
                         f"(early_stop: false: up to {n * w})")
                 else:
@@ -813,6 +813,11 @@ def _dry_run(
     info = {p.name: _bench_info(p) | ({"oracle_window_calls": oracle[p.name]} if p.name in oracle else {})
             for p in plans}
     return RunSummary(str(out), str(store_path), None, info, summaries, dry_run=True)
+
+
+def _yaml_value(value: Any) -> str:
+    """A configuration value as the YAML file spells it (``true``, ``qa``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _stored_counts(store_path: Path) -> dict[str, int]:
