@@ -67,6 +67,7 @@ __all__ = [
     "commit",
     "frame_events",
     "prepare_unit",
+    "default_decoders",
     "stream_window",
     "to_prediction",
 ]
@@ -535,6 +536,7 @@ def answer_stream(
     noframe_size: int = 384,
     request_batch: int = 32,
     identity: Identity | None = None,
+    decoders: int | None = None,
 ) -> Iterator[Answered]:
     """Answer the items of ``units`` as one bounded stream of requests across samples and
     conditions, yielding results as they complete (so the caller commits them as they come).
@@ -552,16 +554,56 @@ def answer_stream(
 
     Frames are decoded one unit at a time (:func:`prepare_unit`), ahead of the answers, and each
     request keeps only the frames it shows, so at most ``request_batch`` (batched) or the window
-    (concurrent) requests' frames are held at once, besides the unit being decoded. Results do not
-    depend on the order in which answers complete: every result is keyed by its item."""
-    prepared = (p for unit in units
-                for p in prepare_unit(model.name, unit, video_root=video_root_of.get(unit[0].sample.benchmark),
-                                      method=method, template=template, noframe_size=noframe_size))
+    (concurrent) requests' frames are held at once, besides the units being decoded. Units are
+    decoded ahead of the answers by ``decoders`` threads (default: up to 4, no more than the
+    machine's cores), at most ``decoders + 1`` units ahead (each within ``max_frames_in_memory``)
+    and handed on in unit order, so the
+    decoding of the next samples overlaps the model's work (the decoder releases the GIL).
+    Results do not depend on the order in which answers complete: every result is keyed by its item."""
+    def prepare(unit: Sequence[WorkItem]) -> list[Prepared | Answered]:
+        return list(prepare_unit(model.name, unit, video_root=video_root_of.get(unit[0].sample.benchmark),
+                                 method=method, template=template, noframe_size=noframe_size))
+
+    prepared = (p for ready in _ahead(prepare, units, decoders or default_decoders()) for p in ready)
     window = stream_window(model)
     if window is None:
         yield from _stream_batched(model, prepared, max(request_batch, 1), identity)
     else:
         yield from _stream_concurrent(model, prepared, window, identity)  # type: ignore[arg-type]
+
+
+def default_decoders() -> int:
+    """Decoding threads of a stream: the machine's cores, at most 4 (at least 1)."""
+    import os
+
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _ahead(
+    work: Callable[[Sequence[WorkItem]], list[Prepared | Answered]], units: Iterable[Sequence[WorkItem]], threads: int,
+) -> Iterator[list[Prepared | Answered]]:
+    """``work(unit)`` for each unit, run by ``threads`` threads at most ``threads + 1`` units ahead
+    of the consumer, yielded in unit order (an exception is raised when its unit's turn comes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = iter(units)
+    pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="tempcore-decode")
+    ahead: list[Future[list[Prepared | Answered]]] = []
+    try:
+        for unit in todo:
+            ahead.append(pool.submit(work, unit))
+            if len(ahead) > max(1, threads):
+                break
+        while ahead:
+            ready = ahead.pop(0).result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                ahead.append(pool.submit(work, nxt))
+            yield ready
+    finally:
+        for fut in ahead:
+            fut.cancel()
+        pool.shutdown(wait=True)
 
 
 def _stream_batched(
