@@ -136,8 +136,9 @@ def tempcore_run(cfg_path: Path) -> tuple[float, dict[str, Any]]:
     return wall, summary
 
 
-def the_requests(cfg_path: Path) -> list[Any]:
-    """The requests the run sends, built by the executor's own code (planned, decoded, rendered)."""
+def the_requests(cfg_path: Path) -> tuple[list[Any], float]:
+    """The requests the run sends, built by the executor's own code (planned, decoded, rendered),
+    and the seconds that decoding and building them took (one thread, planning excluded)."""
     from tempcore.config import load_config
     from tempcore.executor import Answered, prepare_unit
     from tempcore.models.base import ModelSpec
@@ -149,13 +150,14 @@ def the_requests(cfg_path: Path) -> list[Any]:
     template = cfg.prompt or spec.prompt_template
     plan = plan_benchmark(cfg, 0, cache=None, log=lambda _m: None, progress=False)
     out = []
+    start = time.perf_counter()
     for unit in answer_units(plan.items, cfg.max_frames_in_memory):
         for p in prepare_unit("client", unit, video_root=plan.video_root, template=template,
                               noframe_size=cfg.noframe_size):
             if isinstance(p, Answered):
                 raise SystemExit(f"a request could not be built: {p.results}")
             out.append(p.request)
-    return out
+    return out, time.perf_counter() - start
 
 
 def measure(root: Path, world: Any, name: str, conditions: list[dict[str, Any]], args: argparse.Namespace,
@@ -168,7 +170,7 @@ def measure(root: Path, world: Any, name: str, conditions: list[dict[str, Any]],
     with peer(args.latency) as p:
         cfg_path = write_config(root / f"{tag}-client.yaml", world, root / f"{tag}-client", entry(p["url"]), args.k,
                                 conditions)
-        requests = the_requests(cfg_path)
+        requests, build_s = the_requests(cfg_path)
         model = load_model(ModelSpec.from_dict(entry(p["url"])))
         try:
             model.answer(requests[:8])  # connections and the encoder pool warm
@@ -180,7 +182,8 @@ def measure(root: Path, world: Any, name: str, conditions: list[dict[str, Any]],
         failed = [r.error for r in responses if not r.ok]
         if failed:
             raise SystemExit(f"{len(failed)} client-only requests failed, e.g. {failed[0]}")
-    out: dict[str, Any] = {"n": len(requests), "client_s": client_s, "client_peak": p["max_in_flight"]}
+    out: dict[str, Any] = {"n": len(requests), "client_s": client_s, "client_peak": p["max_in_flight"],
+                           "build_s": build_s}
     with peer(args.latency) as p:
         cfg_path = write_config(root / f"{tag}.yaml", world, root / tag, entry(p["url"]), args.k, conditions)
         out["run_wall"], summary = tempcore_run(cfg_path)
@@ -246,6 +249,8 @@ def main(argv: list[str] | None = None) -> int:
               f"k = {args.k})")
         print(f"  client only: {r['client_s']:.2f} s = {client_rate:.1f} req/s (peer: at most {r['client_peak']} "
               f"in flight)")
+        print(f"  decoding + building the requests alone (one thread): {r['build_s']:.2f} s = "
+              f"{n / r['build_s']:.1f} req/s")
         print(f"  tempcore run: answering {r['run_s']:.2f} s = {run_rate:.1f} req/s (decode + requests + commits; "
               f"whole command {r['run_wall']:.2f} s = {n / r['run_wall']:.1f} req/s; peer: at most {r['run_peak']} "
               f"in flight)")

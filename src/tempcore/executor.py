@@ -544,8 +544,9 @@ def answer_stream(
     * A concurrent model (one with ``submit`` and ``concurrency``: the HTTP backend) gets up to
       :func:`stream_window` requests outstanding at any time, whatever sample or condition they
       belong to: a slow request (a timeout, a backoff chain) holds its own slot only, and the
-      next requests, of this sample or the next ones, fill the others. The results that have
-      completed are yielded together (one commit) each time the stream looks, in completion order.
+      next requests, of this sample or the next ones, fill the others. Completed results are
+      yielded together (one commit) once ``window // 2`` have gathered or the oldest has waited
+      :data:`FLUSH_S` (0.25 s), in completion order.
     * Any other model (batched local models: ``hf``, ``hf-text``, ``vllm``, the world's zoo) is
       called with batches of ``request_batch`` requests of one method formed across samples (a
       sample's last few requests wait for the next sample's, rather than being sent short); the
@@ -624,33 +625,65 @@ def _stream_batched(
             yield _ask(model, group, identity)
 
 
+#: a concurrent stream hands on (commits) its completed results at least this often (seconds)
+FLUSH_S = 0.25
+
+
 def _stream_concurrent(
     model: ConcurrentModel, prepared: Iterable[Prepared | Answered], window: int, identity: Identity | None,
 ) -> Iterator[Answered]:
+    """The concurrent stream: submit while fewer than ``window`` are outstanding; completed results
+    are collected as they come and handed on together (one commit) once ``window // 2`` have
+    gathered or the oldest has waited :data:`FLUSH_S` (a commit per answer would cost the run a
+    store transaction per request), and at the end."""
     done: queue.SimpleQueue[Future[ModelResponse]] = queue.SimpleQueue()
     outstanding: dict[Future[ModelResponse], Prepared] = {}
+    items: list[WorkItem] = []
+    results: list[Prediction | Failure] = []
+    oldest = 0.0
+    flush_n = max(1, window // 2)
 
-    def harvest(block: bool) -> Answered | None:
-        finished = [done.get()] if block else []
+    def take(fut: Future[ModelResponse]) -> None:
+        nonlocal oldest
+        p = outstanding.pop(fut)
+        try:
+            response = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a broken call fails its own item, never the run
+            from tempcore.models import ModelResponse
+
+            response = ModelResponse.failure(f"unexpected {type(exc).__name__}: {exc}", attempts=0)
+        if not items:
+            oldest = time.monotonic()
+        items.append(p.item)
+        results.append(to_prediction(p.item, model.name, p.request, response, p.method, identity))
+
+    def collect(block: bool) -> None:
+        """Take the completed results; with ``block``, first wait for one (at most until the
+        oldest collected result is due)."""
+        try:
+            if not block:
+                first = done.get_nowait()
+            elif items:
+                first = done.get(timeout=max(0.0, FLUSH_S - (time.monotonic() - oldest)))
+            else:
+                first = done.get()
+        except queue.Empty:
+            return
+        take(first)
         while True:
             try:
-                finished.append(done.get_nowait())
+                take(done.get_nowait())
             except queue.Empty:
-                break
-        if not finished:
-            return None
-        items, results = [], []
-        for fut in finished:
-            p = outstanding.pop(fut)
-            try:
-                response = fut.result()
-            except Exception as exc:  # noqa: BLE001 - a broken call fails its own item, never the run
-                from tempcore.models import ModelResponse
+                return
 
-                response = ModelResponse.failure(f"unexpected {type(exc).__name__}: {exc}", attempts=0)
-            items.append(p.item)
-            results.append(to_prediction(p.item, model.name, p.request, response, p.method, identity))
-        return Answered(tuple(items), tuple(results))
+    def due(final: bool = False) -> bool:
+        return bool(items) and (final or len(items) >= flush_n or time.monotonic() - oldest >= FLUSH_S)
+
+    def flush() -> Answered:
+        out = Answered(tuple(items), tuple(results))
+        items.clear()
+        results.clear()
+        return out
 
     try:
         for p in prepared:
@@ -658,19 +691,21 @@ def _stream_concurrent(
                 yield p
                 continue
             while len(outstanding) >= window:
-                got = harvest(block=True)
-                if got is not None:
-                    yield got
+                collect(block=True)
+                if due():
+                    yield flush()
             fut = model.submit(p.request, method=p.method)
             outstanding[fut] = p
             fut.add_done_callback(done.put)
-            got = harvest(block=False)
-            if got is not None:
-                yield got
+            collect(block=False)
+            if due():
+                yield flush()
         while outstanding:
-            got = harvest(block=True)
-            if got is not None:
-                yield got
+            collect(block=True)
+            if due():
+                yield flush()
+        if due(final=True):
+            yield flush()
     finally:  # stopped early (an error, a closed generator): nothing is left running in the model
         for fut in outstanding:
             fut.cancel()
