@@ -815,8 +815,10 @@ def answer_items(
 
 
 def load_quietly(factory: ModelFactory, spec: ModelSpec, progress: bool) -> Model:
-    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too."""
-    if progress:
+    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too (not
+    for a served model, ``backend: openai``, which loads no weights: importing transformers only to
+    silence its bars would cost seconds)."""
+    if progress or spec.backend == "openai":
         return factory(spec)
     from tempcore.encoders.hf import progress_bars
 
