@@ -284,8 +284,9 @@ def build_report(
     filters = {"k": k, "encoder": encoder}
     diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
                          filters=filters, noframe_filters={})
+    given = {name: list(getattr(value, "samples", value)) for name, value in (samples_by_benchmark or {}).items()}
     ctx = Context(table, enc, diagnosis, Facts.of(table), fss_mode, scoring, k, encoder, models, ratings,
-                  external, tuple(text_models), tuple(same_backbone), n_boot, seed)
+                  external, tuple(text_models), tuple(same_backbone), n_boot, seed, samples=given)
     items = run_analyses(ctx)
     by_key = {key: Section(key, name, intro=intro) for key, name, intro in sections()}
     for section, key, _, _, _ in _catalogue():
@@ -300,6 +301,13 @@ def build_report(
         o = by_key["oracle"].items
         pos = next(i for i, it in enumerate(o) if it.key == "oracle_gap_by_fss_bin") + 1
         o.insert(pos, gap_fig)
+    from tempcore.report.grounding import sweep_figure
+
+    sweep_fig = sweep_figure(items["grounding_window_sweep"]) if "grounding_window_sweep" in items else None
+    if sweep_fig is not None:
+        g = by_key["grounding"].items
+        pos = next(i for i, it in enumerate(g) if it.key == "grounding_window_sweep") + 1
+        g.insert(pos, sweep_fig)
     samples = {}
     roots: dict[str, Any] = {}
     for name, value in (samples_by_benchmark or {}).items():
