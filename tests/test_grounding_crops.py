@@ -329,3 +329,61 @@ def test_crop_conditions_are_for_grounding_samples_only(world, tmp_path):
     crop = next(it for it in items if it.condition.strategy == "gtcrop")
     (a, b), = crop.spans
     assert b - a == pytest.approx(4.0) and all(a <= t < b for t in crop.frames.timestamps)
+
+
+def test_cli_prints_the_sweep_and_candidate_recall(world, answered, capsys):
+    from tempcore.cli import main
+
+    w, _ = world
+    summary, _preds, _prompts = answered
+    samples = grounding_samples(w.scenes)
+    table = pq.read_table(summary.predictions_file)
+    args = ["grounding", "--predictions", summary.predictions_file, "--benchmark", "grounding", "--annotations",
+            str(w.grounding), "-o", f"benchmark_name={GROUNDING_BENCHMARK}", "--sweep", "--candidates"]
+    assert main([*args, "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["sweep"] == json.loads(json.dumps(window_sweep(table, samples)))
+    assert got["candidates"] == json.loads(json.dumps(candidate_recall_rows(table, samples)))
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "reader  W=4s: n=" in text and "reader  W=full: n=" in text and "overlap @1=" in text
+
+
+def test_report_grounding_section(world, answered, tmp_path):
+    from tempcore.report.build import build_report, write_report
+
+    w, _ = world
+    summary, preds, _prompts = answered
+    samples = grounding_samples(w.scenes)
+    table = pq.read_table(summary.predictions_file)
+    report = build_report(table, samples_by_benchmark={GROUNDING_BENCHMARK: samples}, thumbnails=False, n_boot=50)
+    (section,) = [s for s in report.sections if s.key == "grounding"]
+    items = {it.key: it for it in section.items}
+    for key in ("grounding_accuracy", "grounding_search_localize", "grounding_candidate_recall",
+                "grounding_window_sweep", "query_profiles"):
+        assert items[key].table is not None and items[key].unavailable is None, (key, items[key].unavailable)
+    assert "grounding_window_sweep_plot" in items and "<svg" in items["grounding_window_sweep_plot"].svg
+    acc = {(r["model"], r["condition"]): r for r in items["grounding_accuracy"].table.rows}
+    for (model, cond), r in acc.items():
+        mine = [p for (m, c, _s), p in preds.items() if m == model and (c == cond or c.split("|")[0] == cond)]
+        assert r["n"] == len(samples) == len(mine)
+        assert r["miou"] == pytest.approx(float(np.mean([p.iou or 0.0 for p in mine])))
+    split = items["grounding_search_localize"].table.rows
+    # 15 s videos: no prediction is 300 s from its truth, so every failure is a localize failure
+    assert all(r["search_centre"] == 0 and r["localize_centre"] == r["failed"] - r["parse_fail"] for r in split)
+    (prof,) = items["query_profiles"].table.rows
+    assert prof["benchmark"] == GROUNDING_BENCHMARK and prof["n_questions"] == len(samples)
+    # a table of grounding predictions alone has no FSS diagnosis: the report is still written
+    assert report.diagnosis.sample_id.size == 0
+    md = write_report(report, tmp_path / "report")[0].read_text()
+    heads = [line for line in md.splitlines() if line.startswith("#")]
+    assert heads.index("## Temporal grounding") < heads.index("### Accuracy vs GT-centred window width")
+    assert "plots/" in md and "grounding_window_sweep_plot" in md
+    # without annotations: the accuracy from the stored iou, the rest says what it needs
+    bare = build_report(table, thumbnails=False, n_boot=50)
+    items = {it.key: it for s in bare.sections if s.key == "grounding" for it in s.items}
+    assert items["grounding_accuracy"].table is not None
+    assert [r["miou"] for r in items["grounding_accuracy"].table.rows] == pytest.approx(
+        [r["miou"] for r in acc.values()])
+    assert "annotations" in items["grounding_search_localize"].unavailable
+    assert "annotations" in items["grounding_candidate_recall"].unavailable

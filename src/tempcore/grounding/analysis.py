@@ -25,7 +25,13 @@ from typing import Any
 import numpy as np
 
 from tempcore.diagnostics import grounding as gm
-from tempcore.grounding.evaluate import GroundingInputError, GroundTruth, _codes, _only_benchmark, table_scores
+from tempcore.grounding.evaluate import (
+    GroundingInputError,
+    GroundTruth,
+    _codes,
+    _only_benchmark,
+    table_scores,
+)
 from tempcore.records import Sample
 
 

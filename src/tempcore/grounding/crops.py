@@ -197,7 +197,8 @@ def frames_in_spans(timestamps: Any, spans: Spans, k: int) -> np.ndarray:
     pos = pos[np.argsort(t[pos], kind="stable")]
     if pos.size <= k:
         return pos
-    return pos[uniform_positions(int(pos.size), k)]
+    out: np.ndarray = pos[uniform_positions(int(pos.size), k)]
+    return out
 
 
 def shown_duration(spans: Spans) -> float:

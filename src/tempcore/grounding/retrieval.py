@@ -289,8 +289,8 @@ def to_absolute(t: Any, spans: Sequence[tuple[float, float]], *, junction: str =
         raise GroundingError(f"junction must be 'later' or 'earlier', not {junction!r}")
     a, cum = _span_arrays(spans)
     x = np.clip(np.asarray(t, float), 0.0, cum[-1])
-    side = "right" if junction == "later" else "left"
-    k = np.clip(np.searchsorted(cum, x, side=side) - 1, 0, len(spans) - 1)
+    pos = np.searchsorted(cum, x, side="right") if junction == "later" else np.searchsorted(cum, x, side="left")
+    k = np.clip(pos - 1, 0, len(spans) - 1)
     out: np.ndarray = a[k] + (x - cum[k])
     return out
 

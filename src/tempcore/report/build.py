@@ -277,13 +277,23 @@ def build_report(
     ``video_roots[name]``, else the LoadResult's root) give the frame thumbnails.
     """
     from tempcore.diagnostics import EncodedPredictions, diagnose, prepare_table
+    from tempcore.diagnostics.table import TableError
     from tempcore.report.browser import build_browser
 
     table = prepare_table(table)
     enc = EncodedPredictions.from_table(table)
     filters = {"k": k, "encoder": encoder}
-    diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
-                         filters=filters, noframe_filters={})
+    try:
+        diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
+                             filters=filters, noframe_filters={})
+    except TableError:
+        from tempcore.grounding.analysis import grounding_benchmarks
+
+        if not grounding_benchmarks(table):
+            raise
+        # grounding predictions alone (no MaxProb / MinProb / no-frame rows): no FSS diagnosis, the
+        # quality-profile analyses say so and the grounding section is shown
+        diagnosis = empty_diagnosis(tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring)
     given = {name: list(getattr(value, "samples", value)) for name, value in (samples_by_benchmark or {}).items()}
     ctx = Context(table, enc, diagnosis, Facts.of(table), fss_mode, scoring, k, encoder, models, ratings,
                   external, tuple(text_models), tuple(same_backbone), n_boot, seed, samples=given)
@@ -331,6 +341,17 @@ def build_report(
     extra = [s for s in (mba_section(table, samples), ablations_section(table, n_boot=n_boot, seed=seed, tau=tau,
                                                                         lam=lam)) if s is not None]
     return Report(title, created or _now(), params, info, diagnosis, [*by_key.values(), *extra], browser)
+
+
+def empty_diagnosis(**params: Any) -> Any:
+    """A diagnosis with no sample (a table of grounding predictions alone has nothing to diagnose)."""
+    import numpy as np
+
+    from tempcore.diagnostics import Diagnosis
+
+    empty = np.array([], dtype=object)
+    return Diagnosis(empty, empty.copy(), np.array([], dtype=float), np.array([], dtype=float), empty.copy(),
+                     empty.copy(), {}, {**params, "empty": "no maxprob / minprob / noframe predictions"})
 
 
 def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = True) -> list[Path]:
