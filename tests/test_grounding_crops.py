@@ -387,3 +387,23 @@ def test_report_grounding_section(world, answered, tmp_path):
         [r["miou"] for r in acc.values()])
     assert "annotations" in items["grounding_search_localize"].unavailable
     assert "annotations" in items["grounding_candidate_recall"].unavailable
+
+
+def test_changed_candidate_parameters_stop_a_rerun(world, answered):
+    """``nms_s`` / ``pad_s`` are not part of the condition key; the stored candidates' fingerprint
+    hashes them, so a rerun with other values stops before any model is called."""
+    from tempcore.runner import RunError
+
+    w, root = world
+    calls: list[FirstToLastFrame] = []
+
+    def factory(spec):  # noqa: ANN001, ANN202
+        calls.append(FirstToLastFrame(spec))
+        return calls[-1]
+
+    again = run(_cfg(w, root, CONDITIONS), model_factory=factory, **QUIET)  # the same: all reused
+    assert all(m.done == 0 for m in again.models)
+    changed = [{**CONDITIONS[0], "params": {**CONDITIONS[0]["params"], "pad_s": 2.5}}, *CONDITIONS[1:]]
+    with pytest.raises(RunError, match="retrieval baseline"):
+        run(_cfg(w, root, changed), model_factory=factory, **QUIET)
+    assert not calls
