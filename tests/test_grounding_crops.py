@@ -407,3 +407,32 @@ def test_changed_candidate_parameters_stop_a_rerun(world, answered):
     with pytest.raises(RunError, match="retrieval baseline"):
         run(_cfg(w, root, changed), model_factory=factory, **QUIET)
     assert not calls
+
+
+def test_crop_strategies_take_distinct_chronological_frames_inside_their_spans():
+    from tempcore.selection.registry import STRATEGIES
+
+    rng = np.random.default_rng(5)
+    for trial in range(40):
+        n = int(rng.integers(1, 400))
+        t = np.sort(rng.choice(np.arange(2000) * 0.5, size=n, replace=False))
+        s = rng.random(n)
+        k = int(rng.integers(1, 40))
+        perm = rng.permutation(n)  # the caller's order need not be chronological
+        fs = STRATEGIES["retrieve_ground"](t[perm], s[perm], k, variant=f"top{1 + trial % 4}",
+                                           nms_s=20.0, pad_s=10.0, smooth_frames=1)
+        spans = candidate_spans(t, s, k=1 + trial % 4, nms_s=20.0, pad_s=10.0, smooth_frames=1)
+        inside = [i for i in range(n) if any(a - 1e-9 <= t[i] < b - 1e-9 for a, b in spans)]
+        shown = [int(perm[i]) for i in fs.indices]
+        assert len(set(shown)) == len(shown) == min(k, len(inside)) and set(shown) <= set(inside)
+        assert list(fs.timestamps) == sorted(fs.timestamps) == [t[i] for i in shown]
+        assert fs.requested == k
+        g0 = float(t[int(rng.integers(0, n))])
+        video = (float(t[0]), float(t[-1]) + 1.0)
+        fs = STRATEGIES["gtcrop"](t[perm], None, k, variant="30s", windows=[(g0, g0 + 2.0)], video=video)
+        a, b = gt_crop_span([(g0, g0 + 2.0)], 30.0, video)
+        assert b - a == pytest.approx(min(30.0, video[1] - video[0]))
+        inside = [i for i in range(n) if a - 1e-9 <= t[i] < b - 1e-9]
+        shown = [int(perm[i]) for i in fs.indices]
+        assert len(set(shown)) == len(shown) == min(k, len(inside)) and set(shown) <= set(inside)
+        assert list(fs.timestamps) == sorted(fs.timestamps)
