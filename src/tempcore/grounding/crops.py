@@ -45,7 +45,7 @@ from tempcore.records import Sample
 RETRIEVE_GROUND = "retrieve_ground"
 GT_CROP = "gtcrop"
 CROP_STRATEGIES = frozenset({RETRIEVE_GROUND, GT_CROP})
-"""Strategies whose frames come from spans of the video (the shown timeline of :mod:`this module`)."""
+"""Strategies whose frames come from spans of the video (the shown timeline of the module doc)."""
 DEFAULT_TOP_K = 3
 CANDIDATE_PARAMS: dict[str, Any] = {"nms_s": 60.0, "pad_s": 60.0, "smooth_frames": 5}
 """``retrieve_ground``'s parameters and their defaults (the paper's hybrid; smoothing as the baseline's)."""
