@@ -356,7 +356,8 @@ def test_report_grounding_section(world, answered, tmp_path):
     summary, preds, _prompts = answered
     samples = grounding_samples(w.scenes)
     table = pq.read_table(summary.predictions_file)
-    report = build_report(table, samples_by_benchmark={GROUNDING_BENCHMARK: samples}, thumbnails=False, n_boot=50)
+    # given under the loader's name (as `tempcore report --benchmark grounding` does): matched by Sample.benchmark
+    report = build_report(table, samples_by_benchmark={"grounding": samples}, thumbnails=False, n_boot=50)
     (section,) = [s for s in report.sections if s.key == "grounding"]
     items = {it.key: it for it in section.items}
     for key in ("grounding_accuracy", "grounding_search_localize", "grounding_candidate_recall",

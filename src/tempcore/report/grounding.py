@@ -49,8 +49,18 @@ def _benchmarks(ctx: Context) -> list[str]:
     return grounding_benchmarks(ctx.table)
 
 
+def _by_name(ctx: Context) -> dict[str, list[Any]]:
+    """The given samples by their benchmark name (``Sample.benchmark``, what the predictions' rows
+    carry; a loader option may rename it, so the names the samples were given under may differ)."""
+    out: dict[str, list[Any]] = {}
+    for samples in ctx.samples.values():
+        for s in samples:
+            out.setdefault(str(s.benchmark), []).append(s)
+    return out
+
+
 def _grounding_samples(ctx: Context, bench: str) -> list[Any] | None:
-    got = ctx.samples.get(bench)
+    got = _by_name(ctx).get(bench)
     if got is None:
         return None
     out = [s for s in got if s.answer_windows and not s.options]
@@ -194,7 +204,7 @@ def query_profiles(ctx: Context) -> Any:
     from tempcore.grounding.queries import query_profile
 
     rows = []
-    for bench, samples in sorted(ctx.samples.items()):
+    for bench, samples in sorted(_by_name(ctx).items()):
         p = query_profile([s.question for s in samples])
         row = {"benchmark": bench, **{k: p[k] for k in PROFILE_COLUMNS if k in p}}
         row.update({f"distinct_{n}": v for n, v in p["distinct"].items()})
