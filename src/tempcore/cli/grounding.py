@@ -83,10 +83,11 @@ def run(args: argparse.Namespace) -> int:
         samples = [s for s in loaded.samples if s.answer_windows]
         if not samples:
             raise GroundingInputError(f"{args.annotations}: no grounding samples (none has a ground-truth window)")
-    if not args.predictions.is_file():
+    stored = args.predictions.is_dir() or args.predictions.suffix.lower() in (".sqlite", ".sqlite3", ".db")
+    if not stored and not args.predictions.is_file():
         raise GroundingInputError(f"{args.predictions}: no such file")
     extra: dict[str, Any] = {}
-    if is_submission(args.predictions):
+    if not stored and is_submission(args.predictions):
         if args.sweep or args.candidates:
             raise GroundingInputError("--sweep / --candidates read a predictions table, not a submission")
         if samples is None:
@@ -101,7 +102,12 @@ def run(args: argparse.Namespace) -> int:
             raise GroundingInputError("--bins needs a moment-retrieval submission (ranked windows)")
         # rows are restricted to the samples' benchmark name (a loader option may rename it)
         name = samples[0].benchmark if samples else args.benchmark
-        table = read_table(args.predictions)
+        if stored:  # a run folder or store, read like every analysis command reads it
+            from tempcore.cli._common import read_predictions_arg
+
+            table = read_predictions_arg(args.predictions)
+        else:
+            table = read_table(args.predictions)
         groups = table_groups(table, samples, benchmark=name,
                               thresholds=args.thresholds, strict=args.strict, reversed=args.reversed,
                               split=args.split, fail_iou=args.fail_iou, offset_s=args.offset)
