@@ -188,7 +188,7 @@ def test_worker_processes_killed_with_sigkill_at_random_points_lose_and_duplicat
     expected = _rows(tmp_path / "local" / "run" / "store.sqlite")
     total = len(expected)
     rng = random.Random(1717)
-    points = sorted([0, *rng.sample(range(1, total - total // 6), 3)])  # one while frames are scored
+    points = sorted([0, *rng.sample(range(1, total - total // 6), 3)])  # one before the first answer
     store_path = tmp_path / "ray" / "run" / "store.sqlite"
     cfg = _ray_cfg(_demo_cfg(demo_world, tmp_path / "ray", members), max_restarts=4, max_task_retries=4)
     outcome: dict[str, object] = {}
