@@ -7,7 +7,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
-EXTRAS ?= hf,serve,analysis,dev
+EXTRAS ?= hf,serve,analysis,ray,dev
 STAMP  := $(VENV)/.tempcore-installed
 
 .PHONY: install demo test lint bench clean system-deps

@@ -340,6 +340,66 @@ def test_matches_naive_implementation_on_random_tables(seed):
             assert got_v == pytest.approx(v)
 
 
+
+def _chunked_dictionaries(t, names, pieces=3):
+    """``t`` with ``names`` as chunked dictionary columns (as a Parquet file's row groups give)."""
+    for name in names:
+        values = t.column(name).to_pylist()
+        cut = max(len(values) // pieces, 1)
+        parts = [values[i:i + cut] for i in range(0, len(values), cut)]
+        t = t.set_column(t.column_names.index(name), name,
+                         pa.chunked_array([pa.array(p).dictionary_encode() for p in parts]))
+    return t
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_narrow_encoding_equals_encoded_predictions(seed):
+    """``encode`` (narrow codes, no Python loop per row) gives what ``EncodedPredictions.from_table``
+    gives, and the audit over either is the same object; the drop intervals, taken for all rows in
+    one quantile call, equal one bootstrap per row."""
+    from tempcore.diagnostics.ablations import _bootstrap_from_counts, ablation_table, encode
+    from tempcore.diagnostics.table import EncodedPredictions
+
+    rows = random_rows(seed)
+    order = np.random.default_rng(seed).permutation(len(rows))
+    t = table([rows[i] for i in order])
+    for variant in (t, _chunked_dictionaries(t, ["benchmark", "sample_id", "model", "strategy", "task"])):
+        a, b = encode(variant), EncodedPredictions.from_table(variant)
+        assert (a.sample_benchmark, a.sample_id, a.models) == (b.sample_benchmark, b.sample_id, b.models)
+        assert a.sample_code.tolist() == b.sample_code.tolist() and a.model_code.tolist() == b.model_code.tolist()
+        assert audit_ablations(variant, n_boot=200) == audit_ablations(b, n_boot=200)
+    # chunk-by-chunk paths (dictionary strategy / task, chunked integer columns, every row used)
+    # against the general ones (plain strings; an oracle window row makes not every row used)
+    import pyarrow.compute as pc
+
+    plain = audit_ablations(t, n_boot=200)
+    chunked = _chunked_dictionaries(t, ["benchmark", "sample_id", "model", "strategy", "task"], pieces=4)
+    for name in ("answer", "correct", "n_options"):
+        values = pc.fill_null(t.column(name), -1) if name == "answer" else t.column(name)
+        values = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+        cut = len(values) // 4
+        chunked = chunked.set_column(chunked.column_names.index(name), name,
+                                     pa.chunked_array([values.slice(0, cut), values.slice(cut)]))
+    assert audit_ablations(chunked, n_boot=200) == plain
+    oracle = table([rows[i] for i in order] + [dict(rows[0], window=3)])  # first occurrences kept
+    assert audit_ablations(oracle, n_boot=200) == plain
+    prep = prepare(t, ["uniform", "textonly", "shuffled"])
+    got, _ = ablation_table(prep, n_boot=200, seed=3)
+    checked = 0
+    for r in got:
+        if r["drop"] is None:
+            continue
+        mi, ci = prep.models.index(r["model"]), prep.conditions.index(r["condition"])
+        sel = (prep.benchmarks == r["benchmark"]) & (np.asarray(prep.tasks, dtype=object)[prep.task_code] == r["task"])
+        v, c = prep.correct[0][sel, mi], prep.correct[ci][sel, mi]
+        both = ~np.isnan(v) & ~np.isnan(c)
+        d = np.rint(v[both] - c[both]).astype(int)
+        counts = np.array([(d == -1).sum(), (d == 0).sum(), (d == 1).sum()])
+        assert (r["drop"], r["drop_ci_low"], r["drop_ci_high"]) == \
+            _bootstrap_from_counts(counts, np.array([-1.0, 0.0, 1.0]), 200, 0.95, 3)
+        checked += 1
+    assert checked > 5
+
 def test_prepare_matrices_order_sensitivity_api():
     rows = random_rows(5)
     prep = prepare(table(rows), ["uniform", "shuffled"])
@@ -583,3 +643,18 @@ def test_result_tables_for_the_report():
     assert "62.5" in text and "41.7" in text  # macro of uniform, chance (1/3 + 1/2) / 2
     assert tables["answer_agreement"].rows[0]["conditional"] == pytest.approx(1.0)  # textonly right only on q1
     assert tables["order_sensitivity"].rows == []
+
+
+def test_built_in_condition_names_are_canonical_strategies():
+    """The names ``encode`` takes as canonical without loading the strategy registry are registered
+    strategies under exactly those names; any other name still goes through ``canonical_strategy``."""
+    from tempcore.diagnostics.ablations import _BUILT_IN_CONDITIONS, _strategies_canonical
+    from tempcore.selection.registry import STRATEGIES, canonical_strategy
+
+    for name in _BUILT_IN_CONDITIONS:
+        assert name in STRATEGIES and canonical_strategy(name) == name
+    t = table([row("b", "s1", "m", "Uniform", 1), row("b", "s1", "m", "textonly", 1)])
+    coded = t.set_column(t.column_names.index("strategy"), "strategy", t.column("strategy").dictionary_encode())
+    assert not _strategies_canonical(coded)
+    out = audit_ablations(coded, conditions=["textonly"])
+    assert {r["condition"] for r in out["models"]} == {"uniform", "textonly"}

@@ -432,3 +432,99 @@ def test_large_tables_with_chunked_dictionary_columns_agree_with_plain_strings()
     assert a.overall == b.overall and [r["model"] for r in a.overall] == ["m1", "m2"]
     for r in a.overall:
         assert r["n_binary"] == n and r["n_groups"] == 12000
+
+
+def _large_table(rng, n_models, n_options, drop):
+    """Over 65536 sorted rows: groups of 1-8 binary questions (plus some ids without the suffix),
+    a dataset per group, a category per question, dictionary-coded chunked columns."""
+    ids, dataset, category = [], [], []
+    for g in range(int(rng.integers(17000, 19000))):
+        size = int(rng.integers(1, 9))
+        d = f"d{g % 7}"
+        for i in range(size):
+            ids.append(f"g{g}#b{i}" if g % 50 else f"solo{g}x{i}")
+            dataset.append(d)
+            category.append(f"c{rng.integers(0, 3)}")
+    order = sorted(range(len(ids)), key=lambda i: ids[i])
+    ids, dataset, category = [ids[i] for i in order], [dataset[i] for i in order], [category[i] for i in order]
+    rows = []
+    for m in range(n_models):
+        for sid, d, c in zip(ids, dataset, category):
+            if rng.random() < drop:
+                continue
+            n_opt = n_options if n_options else int(rng.integers(2, 5))
+            target = int(rng.integers(0, 2))
+            ok = int(rng.random() < 0.8)
+            rows.append({"sample_id": sid, "model": f"m{m}", "strategy": "uniform", "correct": ok,
+                         "group": sid.split("#b")[0], "n_options": n_opt, "dataset": d, "category": c,
+                         "target": target, "response": "AB"[target if ok else 1 - target] + " because"})
+
+    def chunked(values, dictionary=True):
+        cut = len(values) // 3
+        parts = [values[:cut], values[cut:2 * cut], values[2 * cut:]]
+        return pa.chunked_array([pa.array(p).dictionary_encode() if dictionary else pa.array(p) for p in parts])
+
+    t = table([(r["sample_id"], r["model"], r["strategy"], r["correct"]) for r in rows],
+              n_options=[r["n_options"] for r in rows], target=[r["target"] for r in rows])
+    for name in ("dataset", "category", "response"):
+        t = t.append_column(name, chunked([r[name] for r in rows]))
+    for name in ("model", "sample_id"):
+        t = t.set_column(t.column_names.index(name), name, chunked(t.column(name).to_pylist(), name == "model"))
+    return t, rows
+
+
+@pytest.mark.parametrize("n_models,n_options,drop", [(1, 2, 0.0), (1, 0, 0.05), (2, 2, 0.05), (2, 0, 0.0)])
+def test_fast_paths_give_exactly_the_general_figures(monkeypatch, n_models, n_options, drop):
+    """Over 65536 rows the run-based fast paths run (sorted ids coded from runs, sums over contiguous
+    runs, a view whose label is constant within the groups sharing the overall units, one option
+    count for every row, first characters decided per dictionary entry). With the threshold raised
+    the general bincount paths run instead: every figure must be identical, floats included, and
+    the counts those of the naive implementation."""
+    import tempcore.diagnostics.mba as mba
+
+    rng = np.random.default_rng(n_models * 10 + n_options)
+    t, rows = _large_table(rng, n_models, n_options, drop)
+    assert t.num_rows > mba._RUNS_MIN_ROWS
+    fast = {(p, i): mba_table(t, parse=p, incomplete=i).to_json()
+            for p in ("extract", "first-char") for i in ("exclude", "present")}
+    monkeypatch.setattr(mba, "_RUNS_MIN_ROWS", 10**12)
+    for (p, i), got in fast.items():
+        assert got == mba_table(t, parse=p, incomplete=i).to_json(), (p, i)
+    assert fast[("extract", "exclude")]["overall"] == [
+        {k: v for k, v in r.items() if k != "parse"} for r in fast[("first-char", "exclude")]["overall"]]
+    for view, field in (("overall", None), ("by_dataset", "dataset"), ("by_category", "category")):
+        want = naive([dict(r, label=None if field is None else r[field]) for r in rows])
+        got = {(r["model"], r["strategy"], None if field is None else r[field]): r
+               for r in fast[("extract", "exclude")][view]}
+        assert set(got) == set(want), view
+        for k, (nb, cb, ng, cg, ch, inc) in want.items():
+            r = got[k]
+            assert (r["n_binary"], r["correct_binary"], r["n_groups"], r["correct_groups"],
+                    r["incomplete_groups"]) == (nb, cb, ng, cg, inc), (view, k)
+            assert r["chance_mba"] == pytest.approx(ch, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_binary_group_keys_partition_ids_as_the_regex_groups(seed):
+    """The keys the groups are coded from (the group followed by ``#b``, no slicing) are equal for
+    two ids exactly when their regex-stripped groups are, on ids made of the suffix's own
+    characters (and a multi-byte one), with and without the suffix, plain and chunked."""
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.mba import BINARY_SUFFIX, _binary_group_keys
+
+    rng = np.random.default_rng(seed)
+    alphabet = list("ab#0123456789é")
+    for _ in range(300):
+        ids = pa.array(["".join(rng.choice(alphabet, rng.integers(0, 7))) for _ in range(rng.integers(2, 12))])
+        if rng.random() < 0.3:
+            ids = pa.chunked_array([ids.slice(0, 1), ids.slice(1)])
+        has, keys = _binary_group_keys(ids)
+        assert has.tolist() == pc.match_substring_regex(ids, BINARY_SUFFIX).to_pylist()
+        groups = pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="").to_pylist()
+        keys = keys.to_pylist()
+        for i in range(len(groups)):
+            for j in range(len(groups)):
+                assert (groups[i] == groups[j]) == (keys[i] == keys[j]), (ids, i, j)
+    has, keys = _binary_group_keys(pa.array(["a#b1", "a#b2", "a#b#b3", "é#b10"]))  # every id has the suffix
+    assert has.all() and keys.to_pylist() == ["a#b", "a#b", "a#b#b", "é#b"]

@@ -357,3 +357,34 @@ def test_report_section_holds_the_ablation_audit() -> None:
     # without the video condition there is no such section
     only = pa.Table.from_pylist([r for r in rows if r["strategy"] != "uniform"])
     assert all(s.key != "ablations" for s in build_report(only, n_boot=50, thumbnails=False).sections)
+
+
+def test_a_table_without_the_tempcore_conditions_still_gets_its_mba_section(tmp_path: Path) -> None:
+    """TemporalBench-style predictions (binary questions under one condition, no MaxProb / MinProb):
+    the report holds the MBA section and says why the TempCore diagnosis is missing; a table with
+    neither the TempCore conditions nor a section of its own still raises (nothing to report)."""
+    from tempcore.diagnostics import TableError
+    from tempcore.report.html import render_html
+    from tempcore.report.markdown import render_markdown
+
+    rows = []
+    for g in range(6):
+        for i in range(3):
+            rows.append({"benchmark": "tb", "sample_id": f"v{g}#b{i}", "model": "m", "strategy": "uniform",
+                         "mode": "none", "k": 8, "window": None, "correct": int(g % 2 == 0 or i < 2),
+                         "answer": 0, "n_options": 2})
+    report = build_report(pa.Table.from_pylist(rows), n_boot=50, thumbnails=False)
+    keys = [s.key for s in report.sections]
+    assert keys[0] == "tempcore" and "mba" in keys and report.browser is None and report.diagnosis is None
+    assert "no maxprob or minprob predictions" in report.sections[0].intro
+    mba = next(s for s in report.sections if s.key == "mba")
+    overall = next(i.table for i in mba.items if i.table is not None and i.table.rows)
+    assert overall.rows[0]["n_groups"] == 6 and overall.rows[0]["correct_groups"] == 3
+    md = render_markdown(report)
+    assert "TempCore diagnosis" in md and "Not available: the table has no maxprob" in md
+    assert "<h2" in render_html(report)
+    written = write_report(report, tmp_path / "r")
+    assert {p.name for p in written} >= {"report.md", "report.html"}
+    plain = [{**r, "sample_id": r["sample_id"].split("#")[0] + r["sample_id"][-1]} for r in rows]
+    with pytest.raises(TableError, match="no maxprob"):
+        build_report(pa.Table.from_pylist(plain), n_boot=50, thumbnails=False)

@@ -78,7 +78,8 @@ class ConditionEntry:
 
     ``k`` defaults to the run's K. ``rotations``: ``none`` (original option order), ``all`` (every
     cyclic rotation of each sample's options: circular evaluation) or a list of rotations.
-    ``params`` go to the strategy (e.g. ``stride``, ``max_windows`` for ``oracle``; ``alpha`` for ``bolt``).
+    ``params`` go to the strategy (e.g. ``stride``, ``max_windows`` for ``oracle``; ``alpha`` for ``bolt``),
+    except ``early_stop`` of ``oracle`` (:func:`early_stop_mode`), which the runner reads.
     """
 
     strategy: str
@@ -105,7 +106,7 @@ class ConditionEntry:
             encoder=run.encoder if score_based else None,
             fps=run.fps,
             seed=run.seed,
-            variant=self.variant,
+            variant=EARLY_STOP_VARIANT if early_stop_mode(self) is not None else self.variant,
         )
 
     def rotation_list(self, n_options: int) -> list[int]:
@@ -114,6 +115,40 @@ class ConditionEntry:
         if self.rotations == "all":
             return list(range(max(n_options, 1)))
         return sorted({int(r) % max(n_options, 1) for r in self.rotations})
+
+
+EARLY_STOP_VARIANT = "early_stop"
+"""The ``variant`` of an early-stopped oracle's conditions (``oracle|...|window=i|...|variant=early_stop``):
+its rows hold the windows up to the first correct one only, so the analyses that need every window
+(Table 7) can tell them apart. Without ``early_stop`` the oracle's keys are unchanged."""
+
+EARLY_STOP_MODES = ("q", "qa")
+"""The text modes whose Eq. 1 frame scores order an early-stopped oracle's windows."""
+
+
+def early_stop_mode(entry: ConditionEntry) -> str | None:
+    """The text mode ordering an early-stopped oracle's windows, or ``None`` without early stop.
+
+    ``params.early_stop`` of an ``oracle`` entry: ``false`` (default: every window is asked, as
+    the paper does; Table 7 needs that), ``true`` (= ``qa``, the paper's oracle-text mode: the
+    windows whose frames match the question and its answer best come first), ``qa`` or ``q``.
+    With it, a (sample, model, rotation) is asked its windows one at a time in decreasing mean
+    Eq. 1 score of their frames in that mode (ties: by position) and no more once one is answered
+    correctly (:func:`tempcore.planning.next_oracle_wave`). Any other value, or ``early_stop`` on
+    another strategy, is a :class:`ConfigError`."""
+    params = entry.params if isinstance(entry.params, Mapping) else {}
+    value = params.get("early_stop", False)
+    if entry.strategy != "oracle":
+        if "early_stop" in params:
+            raise ConfigError(f"condition {entry.strategy}: early_stop is a parameter of the oracle only")
+        return None
+    if value is False or value is None:
+        return None
+    if not (value is True or isinstance(value, str) and value in EARLY_STOP_MODES):
+        raise ConfigError(f"condition oracle: early_stop must be true, false, q or qa, not {value!r}")
+    if entry.variant is not None:
+        raise ConfigError(f"condition oracle: early_stop cannot be combined with variant {entry.variant!r}")
+    return "qa" if value is True else str(value)
 
 
 @dataclass(frozen=True)
@@ -153,7 +188,7 @@ class RunConfig:
 
     @property
     def needs_encoder(self) -> bool:
-        return any(c.condition(self).mode != "none" for c in self.conditions)
+        return any(c.condition(self).mode != "none" or early_stop_mode(c) is not None for c in self.conditions)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -275,6 +310,10 @@ def check_config(cfg: RunConfig) -> list[Any]:
         if b.video_root is not None and not Path(b.video_root).is_dir():
             problems.append(f"benchmarks[{i}] ({b.name}): video_root {b.video_root}: no such folder")
     for i, c in enumerate(cfg.conditions):
+        try:
+            early_stop_mode(c)
+        except ConfigError as exc:
+            problems.append(f"conditions[{i}]: {exc}")
         names = [c.strategy]
         if c.strategy in ("shuffled", "reversed") and c.variant:
             names.append(c.variant.split(":")[0])

@@ -14,6 +14,14 @@ one item per sample, also for a sample whose video is missing or failed; a frame
 items only for the samples that have a timeline; ``oracle`` expands into one condition per window
 (``window=i``); ``rotations`` into one condition per option rotation (outermost), each showing the
 options rotated and carrying the permutation that maps the shown order back.
+
+Early-stopped oracle (``params: {early_stop: true}``, :func:`tempcore.config.early_stop_mode`): its
+window conditions carry ``variant=early_stop`` and :func:`plan_items` lists each (sample, rotation)'s
+windows in the order they are asked (:func:`tempcore.selection.windows.window_order`: decreasing
+mean frame score in the early-stop mode, ties by position). The runner does not hand them to the
+executor at once: :func:`oracle_chains` groups them, and :func:`next_oracle_wave` gives, from what
+is stored, the next window of every (sample, model, rotation) not yet answered correctly, one
+wave after the other, so every wave reads the store and a resumed run continues where it stopped.
 """
 
 from __future__ import annotations
@@ -25,12 +33,13 @@ from typing import Any
 
 import numpy as np
 
-from tempcore.config import FRAMELESS, ConditionEntry, RunConfig
+from tempcore.config import EARLY_STOP_VARIANT, FRAMELESS, ConditionEntry, RunConfig, early_stop_mode
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, FrameSet, Prediction, Sample
 
 __all__ = [
     "BenchmarkPlan",
+    "OracleChain",
     "RunError",
     "Timeline",
     "Timelines",
@@ -40,6 +49,8 @@ __all__ = [
     "damage_of",
     "expand_condition",
     "in_shard",
+    "next_oracle_wave",
+    "oracle_chains",
     "plan_items",
 ]
 
@@ -154,18 +165,27 @@ def expand_condition(
     from tempcore.selection import select
 
     pairs: list[tuple[Condition, FrameSet]]
+    early = early_stop_mode(entry)
+    params = {k: v for k, v in entry.params.items() if k != "early_stop"}
     if base.strategy in FRAMELESS:
         ts = timestamps if timestamps is not None else np.empty(0)
-        chosen = select(base, ts, None, sample_id=sample.sample_id, **entry.params)
+        chosen = select(base, ts, None, sample_id=sample.sample_id, **params)
         assert not isinstance(chosen, list)
         pairs = [(base, chosen)]
     else:
         if timestamps is None:
             raise RunError(f"sample {sample.sample_id}: condition {base.key} needs frames but has no timeline")
         s = scores.get(base.mode) if base.mode != "none" else None
-        got = select(base, timestamps, s, sample_id=sample.sample_id, **entry.params)
+        # the early-stop variant only names the rows; the windows are the oracle's own
+        shown = base.replace(variant=None) if early is not None else base
+        got = select(shown, timestamps, s, sample_id=sample.sample_id, **params)
         if isinstance(got, list):  # oracle: one condition per window
-            pairs = [(base.replace(window=i), fs) for i, fs in enumerate(got)]
+            order: list[int] = list(range(len(got)))
+            if early is not None:
+                from tempcore.selection.windows import window_order
+
+                order = window_order(got, scores.get(early))
+            pairs = [(base.replace(window=i), got[i]) for i in order]
         else:
             pairs = [(base, got)]
     out = []
@@ -244,3 +264,69 @@ def answer_units(items: Sequence[WorkItem], max_frames_in_memory: int) -> list[l
     for it in items:
         by_sample.setdefault((it.sample.benchmark, it.sample.sample_id), []).append(it)
     return [chunk for group in by_sample.values() for chunk in chunks_by_frames(group, max_frames_in_memory)]
+
+
+# --- the early-stopped oracle -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class OracleChain:
+    """The windows of one early-stopped oracle (sample, condition without window, rotation), in the
+    order they are asked (:func:`tempcore.selection.windows.window_order`)."""
+
+    items: tuple[WorkItem, ...]
+
+    @property
+    def family(self) -> tuple[str, str, str]:
+        """(benchmark, sample_id, condition key without the window): what the chain stands for."""
+        first = self.items[0]
+        return (first.sample.benchmark, first.sample.sample_id, first.condition.replace(window=None).key)
+
+
+def is_early_stopped(item: WorkItem) -> bool:
+    """Whether ``item`` is a window of an early-stopped oracle (asked in waves, not all at once)."""
+    c = item.condition
+    return c.strategy == "oracle" and c.window is not None and c.variant == EARLY_STOP_VARIANT
+
+
+def oracle_chains(items: Sequence[WorkItem]) -> list[OracleChain]:
+    """The early-stopped oracle windows among ``items``, one chain per (benchmark, sample, condition
+    without window: k, fps, seed, rotation ...), each keeping the order :func:`plan_items` gave them
+    (the asking order), chains in order of first appearance."""
+    chains: dict[tuple[str, str, str], list[WorkItem]] = {}
+    for it in items:
+        if is_early_stopped(it):
+            key = (it.sample.benchmark, it.sample.sample_id, it.condition.replace(window=None).key)
+            chains.setdefault(key, []).append(it)
+    return [OracleChain(tuple(v)) for v in chains.values()]
+
+
+def next_oracle_wave(
+    chains: Sequence[OracleChain],
+    model: str,
+    stored: Mapping[tuple[str, str, str, str], bool],
+    asked: Iterable[tuple[str, str, str, str]] = (),
+) -> list[WorkItem]:
+    """The next window to ask ``model`` of every chain it has not answered correctly yet.
+
+    ``stored``: the store's ``correct`` of the keys of ``model`` it holds (rows that count: a row
+    ``--recompute`` is about to replace does not until it is replaced). ``asked``: keys asked in
+    this run that have no stored row (their call failed: recorded in the failures table), passed
+    over so the chain goes on; a rerun asks them again, as it does every missing key.
+
+    A chain is done when one of its windows is stored correct, or when none is left to ask (every
+    window stored wrong or failed); otherwise its next window is the first, in asking order, that
+    is neither stored nor asked. Pure: the same store gives the same wave, so a run killed at any
+    point and rerun ends with the same rows as one that was not (the stored windows of a chain are
+    always a prefix of its order, up to the first correct one, less failed calls)."""
+    passed = set(asked)
+    wave: list[WorkItem] = []
+    for chain in chains:
+        keys = [it.key(model) for it in chain.items]
+        if any(stored.get(k) for k in keys):
+            continue
+        for it, k in zip(chain.items, keys):
+            if k not in stored and k not in passed:
+                wave.append(it)
+                break
+    return wave

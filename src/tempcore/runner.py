@@ -11,12 +11,29 @@ The pipeline (every arrow persisted or cached):
    one condition per window, ``window=i``; ``rotations`` into one per option rotation): the pure
    planner :func:`tempcore.planning.plan_items` turns samples and timelines into work items;
 4. for each model: ask the run store which keys are missing and hand the executor one
-   :class:`~tempcore.executor.ModelJob` per model (:meth:`~tempcore.executor.Executor.answer`):
+   :class:`~tempcore.executor.ModelJob` per model (:meth:`~tempcore.executor.Executor.answer`;
+   an early-stopped oracle's windows go in waves, see below):
    it loads each model once, decodes the frames of those requests (one streaming pass per sample
    and chunk of conditions), answers in batches, extracts the answer (:mod:`tempcore.answers`),
    maps rotations back, and commits each batch (:mod:`tempcore.store`; only this process writes
    the store). Failed calls go to the failures table, never into predictions. A rerun makes no
    call for a stored key whose fingerprints match.
+
+Early-stopped oracle (``params: {early_stop: true}`` on the oracle condition; default ``false``):
+the first call to the executor answers everything else and the first window of each (sample,
+rotation) in the asking order (decreasing mean frame score, ties by position:
+:func:`tempcore.selection.windows.window_order`); after each call the runner reads the store and
+hands the executor, per model, the next window of every (sample, rotation) that model has not
+answered correctly yet (:func:`tempcore.planning.next_oracle_wave`), until none is left. The
+executor is the same (local or Ray): each wave is one :meth:`~tempcore.executor.Executor.answer`
+call. Locally a model stays loaded across its waves (one model in memory at a time, as without
+waves); the Ray executor starts a model's actors once per wave (one model load per wave). A window
+whose call failed is passed over in this run (it is in the failures table) and asked again by a
+rerun; a run killed at any point and rerun ends with the rows of an uninterrupted run, since every
+wave is planned from the store alone. Replaced rows (``--recompute``) are all asked again in the
+first wave. The rows carry ``variant=early_stop`` in their condition key, so the analyses that need
+every window (Table 7) refuse them; oracle correctness (any window correct) and the
+uniform-vs-oracle analyses are the same as without early stop.
 
 Visual-option samples (rows of ``tempcore visual build``: options that are frame sequences, and
 their text controls) skip steps 2-3: each is one work item under ``visual_options``, whatever the
@@ -61,7 +78,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tempcore.config import FRAMELESS, RunConfig
+from tempcore.config import FRAMELESS, RunConfig, early_stop_mode
 from tempcore.executor import (
     GREY,
     AnswerSettings,
@@ -77,10 +94,14 @@ from tempcore.executor import _load_frames as _load_frames
 from tempcore.executor import _request as _request
 from tempcore.planning import (
     BenchmarkPlan,
+    OracleChain,
     RunError,
     Timeline,
     WorkItem,
     in_shard,
+    is_early_stopped,
+    next_oracle_wave,
+    oracle_chains,
     plan_items,
 )
 from tempcore.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
@@ -122,9 +143,11 @@ class RunSummary:
     models: list[ModelSummary]
     dry_run: bool = False
     predictions_file: str | None = None
+    #: per model, what the early-stopped oracle asked (:func:`_answer_in_waves`); empty without one
+    oracle_early_stop: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "out": self.out,
             "store": self.store,
             "run_id": self.run_id,
@@ -133,6 +156,9 @@ class RunSummary:
             "models": [vars(m) for m in self.models],
             "predictions_file": self.predictions_file,
         }
+        if self.oracle_early_stop:
+            out["oracle_early_stop"] = self.oracle_early_stop
+        return out
 
 
 # --- planning ---------------------------------------------------------------------------------
@@ -194,7 +220,9 @@ def plan_benchmark(
         plan.sample_identity[s.sample_id] = (digest, data)
 
     framed = [c for c in (e.condition(cfg) for e in cfg.conditions) if c.strategy not in FRAMELESS]
-    modes = sorted({c.mode for c in framed if c.mode != "none"})
+    # the early-stopped oracle orders its windows by the frame scores of its early-stop mode
+    modes = sorted({c.mode for c in framed if c.mode != "none"}
+                   | {m for m in (early_stop_mode(e) for e in cfg.conditions) if m is not None})
     timeline: dict[str, Timeline] = {}
     ordinary = [s for s in has_video if s.sample_id not in visual]
     if framed and ordinary:
@@ -391,28 +419,162 @@ def _execute(
         })
         if baseline:
             summaries.append(_store_baseline(store, run_id, baseline, baseline_todo, baseline_again, log))
+        chains = oracle_chains(items)
         jobs = []
         for (spec, method), (ident, _data), summary in zip(specs, identities, summaries):
-            by_key = {it.key(spec.display_name): it for it in items}
             again = replace[spec.display_name]
-            todo = [by_key[k] for k in store.missing(list(by_key))] + [by_key[k] for k in by_key if k in again]
-            if not todo:
-                log(f"model {spec.display_name}: all {summary.planned} predictions already stored")
-                continue
+            # the early-stopped oracle's windows go in waves (_answer_in_waves), but replaced rows now
+            by_key = {it.key(spec.display_name): it for it in items if not is_early_stopped(it)}
+            todo = [by_key[k] for k in store.missing(list(by_key))] + [
+                it for it in items if it.key(spec.display_name) in again]
             jobs.append(ModelJob(spec, method, todo, ident, summary, template=cfg.prompt or spec.prompt_template,
                                  replace=again))
-        if jobs:
-            settings = AnswerSettings(video_root_of={p.name: p.video_root for p in plans},
-                                      noframe_size=cfg.noframe_size, max_frames_in_memory=cfg.max_frames_in_memory,
-                                      request_batch=cfg.request_batch)
-            executor.answer(jobs, store, run_id, factory=model_factory or _default_factory, settings=settings,
-                            log=log, progress=progress)
+        settings = AnswerSettings(video_root_of={p.name: p.video_root for p in plans},
+                                  noframe_size=cfg.noframe_size, max_frames_in_memory=cfg.max_frames_in_memory,
+                                  request_batch=cfg.request_batch)
+        early = _answer_in_waves(executor, jobs, chains, store, run_id, factory=model_factory or _default_factory,
+                                 settings=settings, log=log, progress=progress)
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)
         totals = {m: n for (m,), n in store.count_by("model").items()}
-    result = RunSummary(str(out), str(store_path), run_id, bench_info, summaries, predictions_file=predictions_file)
+    result = RunSummary(str(out), str(store_path), run_id, bench_info, summaries, predictions_file=predictions_file,
+                        oracle_early_stop=early)
     _print_summary(result, log)
     _write_summary(out, result, totals)
     return result
+
+
+Key = tuple[str, str, str, str]
+
+
+class _KeptModel:
+    """A loaded model handed to one wave: ``close`` is left to :class:`_KeepLoaded` (the next wave
+    answers with the same model); everything else is the model's."""
+
+    def __init__(self, model: Model) -> None:
+        self._model = model
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def close(self) -> None:
+        """Nothing: the model stays loaded for the next wave."""
+
+
+class _KeepLoaded:
+    """A model factory that keeps the model it loaded last across the waves of one model (the local
+    executor loads and closes a model per call): asked for another model it closes the one it holds
+    first, so one model is in memory at a time, as without waves."""
+
+    def __init__(self, factory: Callable[[ModelSpec], Model]) -> None:
+        self.factory = factory
+        self.name: str | None = None
+        self.model: Model | None = None
+
+    def __call__(self, spec: ModelSpec) -> Model:
+        if self.model is None or self.name != spec.display_name:
+            self.close()
+            self.model = self.factory(spec)
+            self.name = spec.display_name
+        kept: Model = _KeptModel(self.model)
+        return kept
+
+    def close(self) -> None:
+        model, self.model, self.name = self.model, None, None
+        if model is not None:
+            model.close()
+
+
+def _stored_correct(store: RunStore, keys: list[Key]) -> dict[Key, bool]:
+    """``key -> correct`` of the given keys that are stored (one query)."""
+    if not keys:
+        return {}
+    sql = ("SELECT p.benchmark, p.sample_id, p.model, p.condition, p.correct FROM json_each(?) AS j "
+           "JOIN predictions AS p ON p.benchmark = json_extract(j.value, '$[0]') "
+           "AND p.sample_id = json_extract(j.value, '$[1]') AND p.model = json_extract(j.value, '$[2]') "
+           "AND p.condition = json_extract(j.value, '$[3]')")
+    out: dict[Key, bool] = {}
+    for batch in store.iter_query(sql, [json.dumps(keys)]):
+        for b, sid, m, c, correct in batch:
+            out[(b, sid, m, c)] = bool(correct)
+    return out
+
+
+def _answer_in_waves(
+    executor: Executor, jobs: list[ModelJob], chains: list[OracleChain], store: RunStore, run_id: str, *,
+    factory: Callable[[ModelSpec], Model], settings: AnswerSettings, log: Callable[[str], None], progress: bool,
+) -> dict[str, dict[str, int]]:
+    """Hand ``jobs`` to ``executor``, the early-stopped oracle's windows (``chains``) in waves.
+
+    Without chains: one call with every job that has items (as a run without early stop always
+    was). With chains, per model (or, when the Ray executor runs models concurrently, for all of
+    them together): wave 0 is the job's items plus the first window of every chain not answered
+    correctly (:func:`tempcore.planning.next_oracle_wave` over the stored rows); each later wave
+    reads the rows the previous one stored and asks the next windows, until no chain has one left.
+    Returns, per model with chains: ``windows`` (planned), ``stored_before``, ``asked`` (model calls
+    for oracle windows in this run), ``chains``, ``solved`` (chains with a correct window at the end)
+    and ``waves``."""
+    if not chains:
+        todo = []
+        for job in jobs:
+            if job.items:
+                todo.append(job)
+            else:
+                log(f"model {job.spec.display_name}: all {job.summary.planned} predictions already stored")
+        if todo:
+            executor.answer(todo, store, run_id, factory=factory, settings=settings, log=log, progress=progress)
+        return {}
+    options = getattr(executor, "options", None)
+    groups = [jobs] if getattr(options, "concurrent_models", False) else [[job] for job in jobs]
+    stats: dict[str, dict[str, int]] = {}
+    for group in groups:
+        keep = _KeepLoaded(factory) if isinstance(executor, LocalExecutor) else None
+        state: dict[str, dict[Key, bool]] = {}
+        asked: dict[str, set[Key]] = {}
+        for job in group:
+            name = job.spec.display_name
+            keys = [it.key(name) for chain in chains for it in chain.items]
+            state[name] = {k: v for k, v in _stored_correct(store, keys).items() if k not in job.replace}
+            asked[name] = {k for k in keys if k in job.replace}  # asked in wave 0 with the job's items
+            stats[name] = {"windows": len(keys), "stored_before": len(state[name]), "asked": 0,
+                           "chains": len(chains), "solved": 0, "waves": 0}
+        try:
+            wave = 0
+            while True:
+                todo = []
+                for job in group:
+                    name = job.spec.display_name
+                    nxt = next_oracle_wave(chains, name, state[name], asked[name])
+                    items = (job.items if wave == 0 else []) + nxt
+                    stats[name]["asked"] += sum(is_early_stopped(it) for it in items)
+                    if items:
+                        todo.append(dataclasses.replace(job, items=items))
+                        stats[name]["waves"] = wave + 1
+                    elif wave == 0:
+                        log(f"model {name}: all {job.summary.planned} predictions already stored or not needed "
+                            "(early-stopped oracle)")
+                if not todo:
+                    break
+                wave_log = log if wave == 0 else (lambda line, w=wave: log(f"  oracle wave {w + 1}: {line}"))
+                executor.answer(todo, store, run_id, factory=keep or factory, settings=settings, log=wave_log,
+                                progress=progress)
+                for job in todo:
+                    name = job.spec.display_name
+                    done = [it.key(name) for it in job.items if is_early_stopped(it)]
+                    asked[name].update(done)
+                    state[name].update(_stored_correct(store, done))
+                wave += 1
+        finally:
+            if keep is not None:
+                keep.close()
+        for job in group:
+            name = job.spec.display_name
+            solved = sum(any(state[name].get(it.key(name)) for it in chain.items) for chain in chains)
+            stats[name]["solved"] = solved
+            st = stats[name]
+            log(f"model {name}: early-stopped oracle: {st['asked']} window call(s) of {st['windows']} windows "
+                f"({st['stored_before']} stored before), {solved} of {len(chains)} (sample, rotation)s solved, "
+                f"{st['waves']} wave(s)")
+    return stats
 
 
 def _baseline_todo(
@@ -565,12 +727,16 @@ def _dry_run(
     """The plan from the annotations alone: no encoder, no decoding, no store written.
 
     Oracle conditions expand into windows whose number depends on each video's length, so they
-    are counted as "up to ``max_windows``" per sample. Stored predictions are counted per model
-    from an existing store (opened read-only); whether their fingerprints still match is checked by
-    the real run before any model call."""
+    are counted as "up to ``max_windows``" per sample. An early-stopped oracle asks at least one
+    window per (sample, rotation) and at most as many; both bounds are printed, and for each oracle
+    condition the calls of the other setting of ``early_stop`` too. Stored predictions are counted
+    per model from an existing store (opened read-only); whether their fingerprints still match is
+    checked by the real run before any model call."""
     plans = []
     upper = 0
+    lower = 0
     lines = []
+    oracle: dict[str, dict[str, int]] = {}
     for i, b in enumerate(cfg.benchmarks):
         log(f"benchmark {b.name}: {b.annotations}")
         plan, mc, video_root = _load_plan(cfg, i, limit=limit, shard=shard, log=log)
@@ -587,6 +753,8 @@ def _dry_run(
         mc = [s for s in mc if not is_visual_sample(s)]
         with_video = [s for s in with_video if not is_visual_sample(s)]
         windows = 0
+        early_least = 0  # the fewest oracle window calls (early stop: one per (sample, rotation))
+        oracle_lines: list[str] = []
         for entry in cfg.conditions:
             base = entry.condition(cfg)
             pool = mc if base.strategy in FRAMELESS else with_video
@@ -599,16 +767,30 @@ def _dry_run(
             if base.strategy == "oracle":
                 w = int(entry.params.get("max_windows", 50))
                 windows += n * w
-                label += f" (up to {w} windows)"
+                if early_stop_mode(entry) is not None:
+                    early_least += n
+                    oracle_lines.append(
+                        f"    oracle (early_stop: {_yaml_value(entry.params['early_stop'])}): {n} to {n * w} window calls per "
+                        f"model, one per (sample, rotation) at least, stopping at the first correct one "
+                        f"(early_stop: false: up to {n * w})")
+                else:
+                    early_least += n * w
+                    oracle_lines.append(
+                        f"    oracle (early_stop: false): up to {n * w} window calls per model, every window "
+                        f"(early_stop: true: {n} to {n * w})")
             else:
                 by_cond[label] += n
         plan.items = []
         plans.append(plan)
         exact = sum(by_cond.values())
         upper += exact + windows
+        lower += exact + early_least
         lines.append(f"  {plan.name}: {len(plan.samples)} samples, {exact} requests per model"
                      + (f" + up to {windows} oracle windows" if windows else "")
                      + f" ({', '.join(f'{k} {v}' for k, v in sorted(by_cond.items()) if v)})")
+        lines.extend(oracle_lines)
+        if oracle_lines:  # per model: every window / the fewest with the configured early stop
+            oracle[plan.name] = {"at_most": windows, "at_least": early_least}
         if plan.missing_videos:
             lines.append(f"    {len(plan.missing_videos)} missing video(s): their samples get frameless conditions only")
     stored = _stored_counts(store_path)
@@ -618,14 +800,24 @@ def _dry_run(
     for line in lines:
         log(line)
     summaries = []
+    between = "" if lower == upper else f"{lower} to "
     for spec, method in specs:
         n = stored.get(spec.display_name, 0)
-        log(f"  model {spec.display_name}: up to {upper} calls ({spec.backend}, {method})"
+        log(f"  model {spec.display_name}: {between or 'up to '}{upper} calls ({spec.backend}, {method})"
             + (f"; {n} predictions of this model already in the store" if n else ""))
         summaries.append(ModelSummary(spec.display_name, planned=upper, stored_before=n))
-    log(f"  total: up to {upper * len(specs)} model calls (stored rows are reused when their fingerprints match)")
-    return RunSummary(str(out), str(store_path), None, {p.name: _bench_info(p) for p in plans}, summaries,
-                      dry_run=True)
+    total = len(specs)
+    log(f"  total: {f'{lower * total} to ' if between else 'up to '}{upper * total} model calls"
+        + (" (the early-stopped oracle stops at the first correct window)" if between else "")
+        + " (stored rows are reused when their fingerprints match)")
+    info = {p.name: _bench_info(p) | ({"oracle_window_calls": oracle[p.name]} if p.name in oracle else {})
+            for p in plans}
+    return RunSummary(str(out), str(store_path), None, info, summaries, dry_run=True)
+
+
+def _yaml_value(value: Any) -> str:
+    """A configuration value as the YAML file spells it (``true``, ``qa``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _stored_counts(store_path: Path) -> dict[str, int]:

@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     paths = write_report(report, args.out)
     available = sum(1 for t in report.tables if t.table is not None and t.table.rows)
     print(f"{available} of {len(report.tables)} analyses available; {len(report.figures)} figures; "
-          f"{len(report.browser.rows)} samples in the browser")
+          f"{len(report.browser.rows) if report.browser is not None else 0} samples in the browser")
     for item in report.tables:
         if item.table is None or not item.table.rows:
             print(f"  not available: {item.title}: {item.unavailable}")

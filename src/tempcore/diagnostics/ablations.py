@@ -61,6 +61,9 @@ from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
 ABLATIONS = ("textonly", "noframe", "single", "shuffled", "reversed")
 """The ablation conditions of TVBench (plus the grey-frame ``noframe``), after the video condition."""
 REORDERINGS = ("shuffled", "reversed")
+_BUILT_IN_CONDITIONS = frozenset({"uniform", "maxprob", "minprob", *ABLATIONS})
+"""Built-in strategies (registered under exactly these names, so ``canonical_strategy`` returns them
+unchanged; ``tests/test_ablations.py`` checks it): a table using only these needs no registry load."""
 _AMBIGUOUS = ("k", "mode", "encoder", "fps", "seed", "variant")
 _TS = ("temporally_grounded", "visual_bias")
 
@@ -78,6 +81,18 @@ def _column_codes(table: Any, name: str) -> tuple[np.ndarray, list[Any]]:
     import pyarrow.compute as pc
 
     col = table.column(name)
+    if isinstance(col, pa.ChunkedArray) and col.num_chunks and pa.types.is_dictionary(col.type) and \
+            all(c.dictionary.equals(col.chunk(0).dictionary) for c in col.chunks[1:]):
+        # chunks sharing one dictionary (a Parquet file's): their indices copied into one array
+        values = col.chunk(0).dictionary.to_pylist()
+        out = np.empty(len(col), dtype=np.int32)
+        at = 0
+        for c in col.chunks:
+            idx = c.indices
+            out[at:at + len(c)] = (pc.fill_null(idx, len(values)) if idx.null_count else idx).to_numpy(
+                zero_copy_only=False)
+            at += len(c)
+        return out, values + [None] if col.null_count else values
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
     if pa.types.is_dictionary(col.type):
@@ -115,6 +130,155 @@ class Prepared:
         return np.asarray(self.enc.sample_benchmark, dtype=object)
 
 
+def encode(table: Any) -> EncodedPredictions:
+    """:meth:`EncodedPredictions.from_table` (the same checks, canonical strategy names, samples and
+    models in the same order and the same codes) with the per-row codes kept narrow (int32 when every
+    (sample, model) cell fits) and the per-sample lists taken without a Python loop over the rows:
+    fewer bytes written per row, which is most of the time on millions of rows."""
+    from tempcore.diagnostics.table import REQUIRED_COLUMNS, _raw_codes, _unify_dictionaries, prepare_table
+
+    missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
+    if missing:
+        raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
+    table = _unify_dictionaries(table)
+    if not _strategies_canonical(table):
+        table = prepare_table(table)  # renames the strategies, or raises on a near miss
+    model_codes, models = _identifier_codes(table.column("model"), _raw_codes)
+    fast = _pairs_by_chunk(table, len(models))
+    if fast is not None:
+        sample_code, sample_benchmark, sample_ids = fast
+        return EncodedPredictions(table, sample_code, model_codes, sample_benchmark, sample_ids, models)
+    bench_codes, benches = _identifier_codes(table.column("benchmark"), _raw_codes)
+    id_codes, ids = _identifier_codes(table.column("sample_id"), _raw_codes)
+    width = max(len(ids), 1)
+    n_pairs = max(len(benches), 1) * width
+    wide = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
+    if len(benches) <= 1:
+        combined = id_codes
+    else:
+        combined = bench_codes.astype(wide)
+        combined *= width
+        combined += id_codes
+    present = np.zeros(n_pairs, dtype=bool)  # the (benchmark, sample_id) pairs present, numbered in order
+    present[combined] = True
+    uniq = np.flatnonzero(present)
+    number = np.cumsum(present, dtype=wide) - 1
+    sample_code = number[combined]
+    sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist() if len(benches) else []
+    sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist() if ids else []
+    return EncodedPredictions(table, sample_code.astype(wide, copy=False), model_codes.astype(wide, copy=False),
+                              sample_benchmark, sample_ids, models)
+
+
+def _pairs_by_chunk(table: Any, n_models: int) -> tuple[np.ndarray, list[str], list[str]] | None:
+    """The sample code per row and the per-sample lists of :func:`encode`, chunk by chunk, when
+    ``benchmark`` and ``sample_id`` are dictionary columns whose chunks share one dictionary and
+    have no nulls (a Parquet file's): the (benchmark, sample_id) pairs present are marked in a
+    bitmap and numbered in order, as ``encode`` does, without column-sized code arrays. ``None``
+    otherwise."""
+    bench_views = _chunk_views(table.column("benchmark"))
+    id_views = _chunk_views(table.column("sample_id"))
+    if bench_views is None or id_views is None or not table.num_rows or \
+            [(a, b) for a, b, _ in bench_views] != [(a, b) for a, b, _ in id_views]:
+        return None
+    benches = table.column("benchmark").chunk(0).dictionary.to_pylist()
+    ids = table.column("sample_id").chunk(0).dictionary.to_pylist()
+    width = max(len(ids), 1)
+    n_pairs = max(len(benches), 1) * width
+    wide = np.int32 if n_pairs * max(n_models, 1) < 2**31 else np.int64
+    present = np.zeros(n_pairs, dtype=bool)
+    for (_, _, bench), (_, _, sid) in zip(bench_views, id_views):
+        present[bench.astype(wide) * width + sid] = True
+    uniq = np.flatnonzero(present)
+    number = np.cumsum(present, dtype=wide) - 1
+    sample_code = np.empty(table.num_rows, dtype=wide)
+    for (a, b, bench), (_, _, sid) in zip(bench_views, id_views):
+        sample_code[a:b] = number[bench.astype(wide) * width + sid]
+    sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist()
+    sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist()
+    return sample_code, sample_benchmark, sample_ids
+
+
+def _chunk_views(column: Any) -> list[tuple[int, int, np.ndarray]] | None:
+    """``(start, stop, values)`` per chunk of an integer column without nulls, or of the indices of
+    a dictionary column without nulls whose chunks share one dictionary: numpy views of the
+    chunks' own buffers, so per-row work runs chunk by chunk (cache-sized, nothing the size of the
+    column allocated). ``None`` for any other column (the caller takes the general path)."""
+    import pyarrow as pa
+
+    if column.null_count:
+        return None
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    if pa.types.is_dictionary(column.type):
+        if chunks and not all(c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
+            return None
+        arrays = [c.indices for c in chunks]
+    elif pa.types.is_integer(column.type):
+        arrays = list(chunks)
+    else:
+        return None
+    out, at = [], 0
+    for a in arrays:
+        out.append((at, at + len(a), a.to_numpy(zero_copy_only=False)))
+        at += len(a)
+    return out
+
+
+def _identifier_codes(column: Any, fallback: Any) -> tuple[np.ndarray, list[Any]]:
+    """``table._raw_codes`` of an identifier column: a chunked dictionary column whose chunks share
+    one dictionary (after ``_unify_dictionaries``) has its chunks' indices copied into one int32
+    array (no concatenation that compares the dictionaries again); anything else goes to ``fallback``."""
+    import pyarrow as pa
+
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else []
+    if not chunks or not pa.types.is_dictionary(column.type) or column.null_count:
+        return fallback(column)  # type: ignore[no-any-return]
+    first = chunks[0].dictionary
+    if not all(c.dictionary.equals(first) for c in chunks[1:]):
+        return fallback(column)  # type: ignore[no-any-return]
+    codes = np.empty(len(column), dtype=np.int32)
+    at = 0
+    for c in chunks:
+        codes[at:at + len(c)] = c.indices.to_numpy(zero_copy_only=False)
+        at += len(c)
+    return codes, first.to_pylist()
+
+
+def _strategies_canonical(table: Any) -> bool:
+    """Whether every strategy name used in ``table`` is already canonical (then
+    :func:`~tempcore.diagnostics.table.prepare_table` returns the table unchanged). The used names
+    of a dictionary column are read from a count of each chunk's small integer codes (no unique
+    over every row); ``False`` (let ``prepare_table`` decide) for any other column or a doubt."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "strategy" not in table.column_names:
+        return True
+    col = table.column("strategy")
+    if not pa.types.is_dictionary(col.type):
+        return False
+    used: set[Any] = set()
+    for chunk in col.chunks:
+        idx = chunk.indices
+        if idx.null_count:
+            idx = pc.drop_null(idx)
+        if len(idx) == 0 or len(chunk.dictionary) == 0:
+            continue
+        seen = np.bincount(idx.to_numpy(zero_copy_only=False), minlength=len(chunk.dictionary)) > 0
+        entries = chunk.dictionary.to_pylist()
+        used.update(entries[i] for i in np.flatnonzero(seen).tolist())
+    names = {str(v) for v in used if v is not None} - _BUILT_IN_CONDITIONS
+    if not names:
+        return True  # registered spellings of built-in strategies: canonical, no registry to load
+    from tempcore.selection import SelectionError
+    from tempcore.selection.registry import canonical_strategy
+
+    try:
+        return all(canonical_strategy(v) == v for v in names)
+    except SelectionError:
+        return False
+
+
 def prepare(
     table: Any,
     conditions: Sequence[str],
@@ -132,16 +296,26 @@ def prepare(
     (default: the ``n_options`` column; unknown otherwise, and chance levels are then ``None``).
     ``filters``: ``{condition: {column: value}}`` to pick one value of an ambiguous column.
     """
-    enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
+    import pyarrow as pa
+
+    enc = table if isinstance(table, EncodedPredictions) else encode(table)
     t = enc.table
     conditions = list(dict.fromkeys(conditions))
     n_rows = t.num_rows
-    s_codes, s_values = _column_codes(t, "strategy")
-    lookup = np.full(len(s_values) + 1, -1, dtype=np.int64)
-    for i, v in enumerate(s_values):
-        if v in conditions:
-            lookup[i] = conditions.index(v)
-    cond = lookup[s_codes] if n_rows else np.empty(0, dtype=np.int64)
+    n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
+    wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64  # the cell index of a row
+    strategy = t.column("strategy")
+    views = _chunk_views(strategy) if pa.types.is_dictionary(strategy.type) and n_rows else None
+    if views is not None:  # the condition of each row, chunk by chunk through the dictionary
+        s_values = strategy.chunk(0).dictionary.to_pylist()
+        lookup = _condition_lookup(s_values, conditions, wide)
+        cond: np.ndarray = np.empty(n_rows, dtype=wide)
+        for a, b, idx in views:
+            cond[a:b] = lookup[idx]
+    else:
+        s_codes, s_values = _column_codes(t, "strategy")
+        lookup = _condition_lookup(s_values, conditions, wide)
+        cond = lookup[s_codes] if n_rows else np.empty(0, dtype=wide)
     keep = cond >= 0
     if "rotation" in t.column_names:
         keep &= enc.rotations() == 0
@@ -156,21 +330,48 @@ def prepare(
     every = bool(keep.all())
     rows: Any = _Identity() if every else np.flatnonzero(keep)  # the row of each kept position
     pick: Any = slice(None) if every else rows  # no gathers (and no arange) when every row is used
-    n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
-    cell = (cond[pick] * n_s + enc.sample_code[pick]) * n_m + enc.model_code[pick]
-    _check_duplicates(enc, cell, rows, cond, conditions)
+    # ((condition * S) + sample) * M + model, in place (on cond itself when every row is used: the
+    # condition of a row is then cell // (S * M))
+    cell = cond if every and cond.dtype == wide else cond[pick].astype(wide)
+    cell *= n_s
+    cell += enc.sample_code[pick]
+    cell *= n_m
+    cell += enc.model_code[pick]
+    _check_duplicates(enc, cell, rows, n_s * n_m, conditions)
     correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)  # 0/1 exactly; small: fewer page faults
-    values = _ints(t.column("correct"), -1)[pick]
-    if (values < 0).any():
-        bad = rows[values < 0][0]
-        raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
-    correct[cell] = values
+    views = _chunk_views(t.column("correct")) if every else None
+    if views is not None:  # chunk by chunk: no copy of the column
+        for a, b, v in views:
+            if (v < 0).any():
+                bad = a + int(np.flatnonzero(v < 0)[0])
+                raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
+            correct[cell[a:b]] = v
+    else:
+        values = _ints(t.column("correct"), -1)[pick]
+        if (values < 0).any():
+            bad = rows[values < 0][0]
+            raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
+        correct[cell] = values
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)  # option index (< 26), -1 parse failure, -2 no row
-    answer[cell] = _ints(t.column("answer"), -1)[pick] if "answer" in t.column_names else -1
+    views = _chunk_views(t.column("answer")) if every and "answer" in t.column_names else None
+    if views is not None:
+        for a, b, v in views:
+            answer[cell[a:b]] = v  # the cast of an assignment, as below
+    else:
+        answer[cell] = _ints(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
     task_code, tasks = _tasks(enc, by, task_of_sample)
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
+
+
+def _condition_lookup(s_values: Sequence[Any], conditions: list[str], wide: Any) -> np.ndarray:
+    """Per strategy code (and one more, a null's): the index of the condition, -1 when not asked for."""
+    lookup = np.full(len(s_values) + 1, -1, dtype=wide)
+    for i, v in enumerate(s_values):
+        if v in conditions:
+            lookup[i] = conditions.index(v)
+    return lookup
 
 
 class _Identity:
@@ -191,8 +392,8 @@ def _is_null(column: Any) -> np.ndarray:
         return np.zeros(len(column), dtype=bool)
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
-    nulls: np.ndarray = pc.is_null(column).to_numpy(zero_copy_only=False)
-    return nulls
+    mask: np.ndarray = pc.is_null(column).to_numpy(zero_copy_only=False)
+    return mask
 
 
 def _constant(column: Any) -> bool:
@@ -214,11 +415,21 @@ def _constant(column: Any) -> bool:
     return False
 
 
-def _ints(column: Any, null: int) -> np.ndarray:
-    """A numeric pyarrow column as integer numpy (its own width), nulls as ``null`` (floats rounded)."""
+def _ints(column: Any, null: int, dtype: Any = None) -> np.ndarray:
+    """A numeric pyarrow column as integer numpy (its own width, or ``dtype``: an integer column
+    without nulls is then written chunk by chunk into it, no wide copy), nulls as ``null`` (floats
+    rounded)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    if dtype is not None and column.null_count == 0 and pa.types.is_integer(column.type):
+        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        narrow = np.empty(len(column), dtype=dtype)
+        at = 0
+        for chunk in chunks:
+            narrow[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)  # the cast of an assignment
+            at += len(chunk)
+        return narrow
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.int64())
     if pa.types.is_null(column.type):
@@ -241,22 +452,23 @@ def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarr
             continue
         codes, values = _column_codes(t, col)
         width = len(values)
-        present = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
-        present[cond[keep] * width + codes[keep]] = True
-        grid = present.reshape(len(conditions), width)
-        for ci in np.flatnonzero(grid.sum(axis=1) > 1):
+        flat = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
+        flat[cond[keep] * width + codes[keep]] = True
+        present = flat.reshape(len(conditions), width)
+        for ci in np.flatnonzero(present.sum(axis=1) > 1):
             name = conditions[int(ci)]
             if col in filters.get(name, {}):
                 continue
-            seen = sorted((values[int(v)] for v in np.flatnonzero(grid[ci])), key=str)
+            seen = sorted((values[int(v)] for v in np.flatnonzero(present[ci])), key=str)
             raise DiagnosticsError(
                 f"condition {name!r}: predictions mix several {col} values {seen}; choose one "
                 f"(filters={{{name!r}: {{{col!r}: {seen[0]!r}}}}})"
             )
 
 
-def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarray, cond: np.ndarray,
+def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarray, per_condition: int,
                       conditions: list[str]) -> None:
+    """Raise on a cell given twice; ``per_condition`` = S * M (a kept row's condition is its cell // that)."""
     if cell.size == 0:
         return
     filled = np.zeros(int(cell.max()) + 1, dtype=bool)
@@ -264,16 +476,19 @@ def _check_duplicates(enc: EncodedPredictions, cell: np.ndarray, rows: np.ndarra
     if int(np.count_nonzero(filled)) != cell.size:
         order = np.argsort(cell, kind="stable")
         same = np.flatnonzero(cell[order][1:] == cell[order][:-1])
-        r = rows[order[same[0] + 1]]
+        p = order[same[0] + 1]
+        r = rows[p]
         raise DiagnosticsError(
             f"duplicate predictions for sample {enc.sample_id[enc.sample_code[r]]!r} of "
             f"{enc.sample_benchmark[enc.sample_code[r]]!r}, model {enc.models[enc.model_code[r]]!r}, "
-            f"condition {conditions[int(cond[r])]!r}"
+            f"condition {conditions[int(cell[p]) // per_condition]!r}"
         )
 
 
 def _tasks(enc: EncodedPredictions, by: str | None,
            task_of_sample: Mapping[tuple[str, str], Any] | None) -> tuple[np.ndarray, list[Any]]:
+    import pyarrow as pa
+
     n_s = enc.n_samples
     if task_of_sample is not None:
         values = [task_of_sample.get((b, s)) for b, s in zip(enc.sample_benchmark, enc.sample_id)]
@@ -290,12 +505,28 @@ def _tasks(enc: EncodedPredictions, by: str | None,
             f"no column {by!r} in the predictions (they have {sorted(t.column_names)}); give the annotations "
             "to take the task from the samples"
         )
-    codes, values = _column_codes(t, by)
-    per_sample = np.full(n_s, -1, dtype=np.int64)
-    per_sample[enc.sample_code] = codes
-    bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
-    if bad.size:
-        r = bad[0]
+    column = t.column(by)
+    views = _chunk_views(column) if pa.types.is_dictionary(column.type) else None
+    if views is not None:  # chunk by chunk: each sample's task, then every row checked against it
+        values = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
+        per_sample = np.full(n_s, -1, dtype=np.int32)
+        for a, b, idx in views:
+            per_sample[enc.sample_code[a:b]] = idx
+        r = -1
+        for a, b, idx in views:
+            bad = np.flatnonzero(per_sample[enc.sample_code[a:b]] != idx)
+            if bad.size:
+                r = a + int(bad[0])
+                break
+        if r < 0:
+            return per_sample, values
+    else:
+        codes, values = _column_codes(t, by)
+        per_sample = np.full(n_s, -1, dtype=codes.dtype if codes.dtype.itemsize >= 4 else np.int64)
+        per_sample[enc.sample_code] = codes
+        bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
+        r = int(bad[0]) if bad.size else -1
+    if r >= 0:
         raise DiagnosticsError(
             f"column {by!r} takes several values for sample {enc.sample_id[enc.sample_code[r]]!r}; "
             "a task is a property of the sample"
@@ -304,6 +535,8 @@ def _tasks(enc: EncodedPredictions, by: str | None,
 
 
 def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | None) -> np.ndarray:
+    import pyarrow as pa
+
     n_s = enc.n_samples
     out = np.full(n_s, np.nan)
     if given is not None:
@@ -314,7 +547,12 @@ def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | N
         return out
     if "n_options" in enc.table.column_names:
         column = enc.table.column("n_options")
-        vals = _ints(column, -1)
+        views = _chunk_views(column) if pa.types.is_integer(column.type) else None
+        if views is not None:  # chunk by chunk: no copy of the column
+            for a, b, counts in views:
+                out[enc.sample_code[a:b]] = counts
+            return out
+        vals = _ints(column, -1, np.int32)
         if column.null_count:
             ok = vals >= 0
             out[enc.sample_code[ok]] = vals[ok]
@@ -330,11 +568,23 @@ def _bootstrap_from_counts(counts: np.ndarray, values: np.ndarray, n_boot: int, 
                            seed: int) -> tuple[float, float, float]:
     """Exactly :func:`tempcore.diagnostics.stats.bootstrap_mean` of a sample holding ``counts[j]``
     copies of ``values[j]`` (same seed, same draws), without materialising the sample."""
+    estimate, means = _bootstrap_means(counts, values, n_boot, seed)
+    if means is None:
+        return math.nan, math.nan, math.nan
+    alpha = (1.0 - confidence) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    return estimate, float(low), float(high)
+
+
+def _bootstrap_means(counts: np.ndarray, values: np.ndarray, n_boot: int,
+                     seed: int) -> tuple[float, np.ndarray | None]:
+    """The estimate and the ``n_boot`` resampled means of :func:`_bootstrap_from_counts` (``None``
+    for an empty sample); the quantiles of many such rows are taken in one call by the caller."""
     present = counts > 0
     distinct, cnt = values[present], counts[present]
     n = int(cnt.sum())
     if n == 0:
-        return math.nan, math.nan, math.nan
+        return math.nan, None
     estimate = float((distinct * cnt).sum() / n)
     rng = np.random.default_rng(seed)
     if distinct.size == 1:
@@ -342,9 +592,7 @@ def _bootstrap_from_counts(counts: np.ndarray, values: np.ndarray, n_boot: int, 
     else:
         draws = rng.multinomial(n, cnt / n, size=n_boot)
         means = draws @ distinct / n
-    alpha = (1.0 - confidence) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    return estimate, float(low), float(high)
+    return estimate, means
 
 
 def ablation_table(
@@ -364,7 +612,9 @@ def ablation_table(
     n_c, n_s, n_m = prep.correct.shape
     benches = prep.benchmarks
     bench_names = sorted(set(benches.tolist()))
-    bench_code = np.array([bench_names.index(b) for b in benches], dtype=np.int64) if n_s else np.empty(0, np.int64)
+    bench_code = np.zeros(n_s, dtype=np.int64)
+    for i, b in enumerate(bench_names[1:], 1):  # a few benchmarks: one comparison each
+        bench_code[benches == b] = i
     n_t = len(prep.tasks)
     group = bench_code * n_t + prep.task_code  # (S,) benchmark x task
     n_g = len(bench_names) * n_t
@@ -376,13 +626,15 @@ def ablation_table(
     nonempty = np.bincount(group, minlength=n_g) > 0
     n = np.zeros((n_c, n_g, n_m), dtype=np.int64)
     correct = np.zeros((n_c, n_g, n_m), dtype=np.int64)
+    p_sorted: list[np.ndarray] = []  # per condition, (S, M) in group order: present, right
+    r_sorted: list[np.ndarray] = []
+    at = starts[nonempty]
     if n_s:
-        at = starts[nonempty]
         for ci in range(n_c):
-            p_sorted = present[ci][order]
-            n[ci][nonempty] = np.add.reduceat(p_sorted, at, axis=0)
-            right = (prep.correct[ci][order] > 0.5) & p_sorted
-            correct[ci][nonempty] = np.add.reduceat(right, at, axis=0)
+            p_sorted.append(present[ci][order])
+            n[ci][nonempty] = np.add.reduceat(p_sorted[ci], at, axis=0)
+            r_sorted.append((prep.correct[ci][order] > 0.5) & p_sorted[ci])
+            correct[ci][nonempty] = np.add.reduceat(r_sorted[ci], at, axis=0)
     low, high = wilson_interval(correct, n, confidence)
     # chance per (benchmark, task): mean of 1 / n_options over the task's samples (NaN if any unknown)
     inv = 1.0 / prep.n_options
@@ -392,36 +644,54 @@ def ablation_table(
     with np.errstate(invalid="ignore", divide="ignore"):
         chance = np.where((g_n > 0) & (g_unknown == 0), g_sum / np.maximum(g_n, 1), np.nan)
     # drops: counts of the paired differences (-1, 0, 1) per (c, g, m)
+    # (correctness is 0 / 1: video - condition is +1 when only the video is right, -1 when only the
+    # condition is, 0 otherwise), summed over the group-sorted samples like the accuracies
     diff_values = np.array([-1.0, 0.0, 1.0])
-    vid = prep.correct[vi]
     rows: list[dict[str, Any]] = []
     drop_counts = np.zeros((n_c, n_g, n_m, 3), dtype=np.int64)
     for ci in range(n_c):
-        if ci == vi:
+        if ci == vi or not n_s:
             continue
-        both = present[ci] & ~np.isnan(vid)
-        d = (vid - prep.correct[ci])[both]  # video - condition
-        k = (group[:, None] * n_m + np.arange(n_m)[None, :])[both]
-        drop_counts[ci] = np.bincount(k * 3 + np.rint(d).astype(np.int64) + 1,
-                                      minlength=n_g * n_m * 3).reshape(n_g, n_m, 3)
+        both = p_sorted[ci] & p_sorted[vi]
+        only_video = r_sorted[vi] & ~r_sorted[ci] & both
+        only_condition = r_sorted[ci] & ~r_sorted[vi] & both
+        n_both = np.add.reduceat(both, at, axis=0)
+        n_plus = np.add.reduceat(only_video, at, axis=0)
+        n_minus = np.add.reduceat(only_condition, at, axis=0)
+        drop_counts[ci][nonempty] = np.stack([n_minus, n_both - n_plus - n_minus, n_plus], axis=-1)
+    # the resampled means of every drop, then their quantiles in one call (the same numbers as one
+    # np.quantile per row: the same linear interpolation along each row)
+    boot_rows: list[dict[str, Any]] = []
+    boot_means: list[np.ndarray] = []
+    n_list, c_list = n.tolist(), correct.tolist()
+    low_list, high_list = low.tolist(), high.tolist()
+    has_drop = drop_counts.sum(axis=3) > 0
     for mi, model in enumerate(prep.models):
         for gi in range(n_g):
             bench, task = bench_names[gi // n_t], prep.tasks[gi % n_t]
             for ci, cname in enumerate(conds):
-                if n[ci, gi, mi] == 0:
+                nn = n_list[ci][gi][mi]
+                if nn == 0:
                     continue
                 row = {
                     "model": model, "benchmark": bench, "task": task, "condition": cname,
-                    "n": int(n[ci, gi, mi]), "correct": int(correct[ci, gi, mi]),
-                    "accuracy": float(correct[ci, gi, mi] / n[ci, gi, mi]),
-                    "ci_low": _num(low[ci, gi, mi]), "ci_high": _num(high[ci, gi, mi]),
+                    "n": int(nn), "correct": int(c_list[ci][gi][mi]),
+                    "accuracy": float(c_list[ci][gi][mi] / nn),
+                    "ci_low": _num(low_list[ci][gi][mi]), "ci_high": _num(high_list[ci][gi][mi]),
                     "drop": None, "drop_ci_low": None, "drop_ci_high": None,
                 }
-                if ci != vi and drop_counts[ci, gi, mi].sum():
-                    est, lo, hi = _bootstrap_from_counts(drop_counts[ci, gi, mi], diff_values, n_boot, confidence,
-                                                         seed)
-                    row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
+                if ci != vi and has_drop[ci, gi, mi]:
+                    est, means = _bootstrap_means(drop_counts[ci, gi, mi], diff_values, n_boot, seed)
+                    row["drop"] = _num(est)
+                    if means is not None:
+                        boot_rows.append(row)
+                        boot_means.append(means)
                 rows.append(row)
+    if boot_means:
+        alpha = (1.0 - confidence) / 2.0
+        qs = np.quantile(np.stack(boot_means), [alpha, 1.0 - alpha], axis=1)  # (2, rows)
+        for row, lo, hi in zip(boot_rows, qs[0].tolist(), qs[1].tolist()):
+            row.update(drop_ci_low=_num(lo), drop_ci_high=_num(hi))
     averages: list[dict[str, Any]] = []
     for mi, model in enumerate(prep.models):
         for bi, bench in enumerate(bench_names):
@@ -453,17 +723,23 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     Vectorised over models; :func:`agreement_measures` is the same for one pair of vectors."""
     out: list[dict[str, Any]] = []
     conds = prep.conditions
-    present = ~np.isnan(prep.correct)  # (C, S, M)
-    right = prep.correct > 0.5
+    n_c, n_s, n_m = prep.correct.shape
+    # every pair's counts at once, as products of 0/1 matrices per model (exact: integer sums below
+    # 2**24 in float32, else float64): both[a, b] = P_a.P_b, right under a among both = R_a.P_b
+    # (a right answer is a present one), under b = P_a.R_b, under both = R_a.R_b
+    ftype = np.float32 if n_s < 2**24 else np.float64
+    both_kinds = np.concatenate([~np.isnan(prep.correct), prep.correct > 0.5])  # (2C, S, M): P then R
+    gram = np.empty((n_m, 2 * n_c, 2 * n_c), dtype=np.int64)
+    for mi in range(n_m):  # one model's (2C, S) 0/1 matrix at a time: small, cache-sized copies
+        x = both_kinds[:, :, mi].astype(ftype)
+        gram[mi] = np.rint(np.matmul(x, x.T))
+    pp, rp, rr = gram[:, :n_c, :n_c], gram[:, n_c:, :n_c], gram[:, n_c:, n_c:]  # (M, C, C)
     for ai in range(len(conds)):
         for bi in range(ai + 1, len(conds)):
-            both = present[ai] & present[bi]  # (S, M)
-            n = both.sum(axis=0)
-            ca, cb = right[ai] & both, right[bi] & both
-            n_a, n_b, n_ab = ca.sum(axis=0), cb.sum(axis=0), (ca & cb).sum(axis=0)
+            n, n_a, n_b, n_ab = pp[:, ai, bi], rp[:, ai, bi], rp[:, bi, ai], rr[:, ai, bi]
             n_same = n - n_a - n_b + 2 * n_ab  # both right + both wrong
             xa = prep.answer[ai]
-            n_opt = ((xa == prep.answer[bi]) & (xa >= 0) & both).sum(axis=0)
+            n_opt = ((xa == prep.answer[bi]) & (xa >= 0)).sum(axis=0)  # an option >= 0 under both: both present
             for mi, model in enumerate(prep.models):
                 nn = int(n[mi])
                 if nn == 0:
@@ -476,7 +752,7 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
                     "symmetric": float(po), "same_option": float(n_opt[mi] / nn),
                     "kappa": None if abs(1.0 - pe) < 1e-15 else float((po - pe) / (1.0 - pe)), "n": nn,
                 })
-    out.sort(key=lambda r: (prep.models.index(r["model"]), conds.index(r["a"]), conds.index(r["b"])))
+    out.sort(key=lambda r: (prep.models.index(str(r["model"])), conds.index(str(r["a"])), conds.index(str(r["b"]))))
     return out
 
 
@@ -522,7 +798,10 @@ class OrderSensitivity:
         defined = ~(np.isnan(osh) & np.isnan(orv))
 
         def values(a: np.ndarray) -> list[float | None]:
-            return [None if x != x else x for x in a[defined].tolist()]  # NaN -> None
+            kept = a[defined]
+            if not np.isnan(kept).any():
+                return kept.tolist()  # type: ignore[no-any-return]
+            return [None if x != x else x for x in kept.tolist()]  # NaN -> None
 
         return [
             {"benchmark": b, "sample_id": s, "os_shuffled": x, "os_reversed": y}
@@ -551,21 +830,28 @@ def order_sensitivity(
     vi = conds.index(video)
     n_c, n_s, n_m = prep.correct.shape
     benches = prep.benchmarks
-    present = ~np.isnan(prep.correct)
+    bench_rows = {bench: np.flatnonzero(benches == bench) for bench in sorted(set(benches.tolist()))}
+    present_video = ~np.isnan(prep.correct[vi])
     os_values: dict[str, np.ndarray] = {}
     classes: dict[str, np.ndarray] = {}
     for name in REORDERINGS:
         if name not in conds:
             continue
         ri = conds.index(name)
+        present_r = ~np.isnan(prep.correct[ri])
         values = np.full(n_s, np.nan)
-        for bench in sorted(set(benches.tolist())):
-            rows = np.flatnonzero(benches == bench)
-            panel = np.flatnonzero((present[vi][rows] | present[ri][rows]).any(axis=0))
-            if panel.size == 0 or not present[ri][rows].any():
+        for rows in bench_rows.values():
+            every_row = rows.size == n_s  # one benchmark: no gather of the rows
+            pv, pr = (present_video, present_r) if every_row else (present_video[rows], present_r[rows])
+            panel = np.flatnonzero((pv | pr).any(axis=0))
+            if panel.size == 0 or not pr.any():
                 continue
-            d = (prep.correct[vi][np.ix_(rows, panel)].astype(np.float64)
-                 - prep.correct[ri][np.ix_(rows, panel)].astype(np.float64))
+            a, b = prep.correct[vi], prep.correct[ri]
+            if not every_row:
+                a, b = a[rows], b[rows]
+            if panel.size != n_m:
+                a, b = a[:, panel], b[:, panel]
+            d = a.astype(np.float64) - b.astype(np.float64)  # the same values as a gather by np.ix_
             values[rows] = d.mean(axis=1)  # NaN when any panel model lacks either value
         os_values[name] = values
         classes[name] = fss_categories(values, tau)

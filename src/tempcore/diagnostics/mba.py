@@ -57,7 +57,8 @@ left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``s
 :mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
 are fractions, not percentages.
 
-Everything is vectorised (numpy bincounts over dense codes); pyarrow and numpy only.
+Everything is vectorised (numpy bincounts over dense codes; over 65536 rows a table in key order is
+summed over contiguous runs instead, with the same numbers); pyarrow and numpy only.
 """
 
 from __future__ import annotations
@@ -137,19 +138,80 @@ class MBAResult:
 
 # --- dense codes ---------------------------------------------------------------------------
 
+#: Above this many rows the run-based fast paths are tried (sorted columns coded from runs of equal
+#: values, aggregates over contiguous runs); below it the general paths are cheaper. Every fast path
+#: gives exactly the figures of the general one (``tests/test_mba.py`` compares them).
+_RUNS_MIN_ROWS = 65536
 
-def _encode(col: Any) -> tuple[np.ndarray, Any]:
-    """Dense int64 codes of a column (nulls get a code of their own) and the value of each code."""
+
+def _is_text(t: Any) -> bool:
+    import pyarrow as pa
+
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t))
+
+
+def _runs(c: np.ndarray, card: int) -> np.ndarray | None:
+    """The first position of each code when ``c`` is non-decreasing and takes every value of
+    ``0..card-1`` (codes of a sorted column: contiguous runs), else ``None``. ``c`` itself when it is
+    ``0, 1, ..., n-1`` (no copy)."""
+    n = c.size
+    if n == 0 or card < 1 or int(c[0]) != 0 or int(c[-1]) != card - 1:
+        return None
+    if not bool((c[1:] >= c[:-1]).all()):
+        return None
+    change = c[1:] != c[:-1]
+    k = int(np.count_nonzero(change))
+    if k != card - 1:  # a step larger than one: some code in between is absent
+        return None
+    if card == n:
+        return c  # 0..n-1: each row the first of its own code
+    first = np.empty(card, dtype=np.int64)
+    first[0] = 0
+    first[1:] = np.flatnonzero(change) + 1
+    return first
+
+
+def _encode(col: Any, *, need_values: bool = True) -> tuple[np.ndarray, Any]:
+    """Dense integer codes of a column (nulls get a code of their own) and the value of each code.
+
+    Codes are numbered by first occurrence (hashing), by the dictionary, or in sorted order (a sorted
+    text column: codes from its runs, ``0..n-1`` when every value differs); int32 or int64.
+    ``need_values=False``: the caller only counts the values; a sorted column may then return a range
+    of that length instead of them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(col) > 65536 and col.null_count == 0:
+    n = len(col)
+    big = n > _RUNS_MIN_ROWS and col.null_count == 0
+    if big and (not _is_text(col.type) or col[0].as_py() == col[-1].as_py()):
         # one value in every row (a model, a strategy, a K): no per-row codes to compute
-        # (np.zeros is lazily zeroed memory)
+        # (np.zeros is lazily zeroed memory); a text column whose ends differ is not even tried
         one = _constant(col)
         if one is not None:
-            return np.zeros(len(col), np.int64), one
+            return np.zeros(n, np.int64), one
+    if big and _is_text(col.type):
+        # a sorted column (a store export is in key order): codes from runs of equal values, no
+        # hashing (and no copy of a chunked column)
+        head, tail = col.slice(0, n - 1), col.slice(1)
+        wide = np.int32 if n < 2**31 else np.int64  # narrow: fewer pages to touch
+        less = pc.less(head, tail)
+        if pc.all(less).as_py():  # strictly increasing: every row its own value, in order
+            return np.arange(n, dtype=wide), col
+        same = pc.equal(head, tail)
+        if pc.all(pc.or_(less, same)).as_py():
+            change = pc.invert(same).to_numpy(zero_copy_only=False)
+            codes = np.empty(n, dtype=wide)
+            codes[0] = 0
+            np.cumsum(change.view(np.int8), out=codes[1:], dtype=wide)
+            if not need_values:
+                return codes, range(int(codes[-1]) + 1)
+            starts = np.concatenate([[True], change])
+            return codes, col.filter(pa.array(starts))
     if isinstance(col, pa.ChunkedArray):
+        if pa.types.is_dictionary(col.type) and col.num_chunks and \
+                sum(len(c.dictionary) for c in col.chunks) <= _RUNS_MIN_ROWS:
+            return _encode_small_dictionaries(col)
         if pa.types.is_dictionary(col.type):
             col = col.unify_dictionaries()
             if col.num_chunks == 0:
@@ -171,18 +233,42 @@ def _encode(col: Any) -> tuple[np.ndarray, Any]:
         col = col.cast(col.type.value_type)
     if pa.types.is_null(col.type):
         return np.zeros(len(col), np.int64), pa.nulls(1 if len(col) else 0)
-    n = len(col)
-    if n > 65536 and col.null_count == 0 and (pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        # a sorted column (a store export is in key order): codes from runs of equal values, no hashing
-        head, tail = col.slice(0, n - 1), col.slice(1)
-        if pc.all(pc.less_equal(head, tail)).as_py():
-            change = pc.not_equal(head, tail).to_numpy(zero_copy_only=False)
-            codes = np.zeros(n, dtype=np.int64)
-            np.cumsum(change, out=codes[1:])
-            starts = np.concatenate([[True], change])
-            return codes, col.filter(pa.array(starts))
     enc = pc.dictionary_encode(col, null_encoding="encode")
     return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
+
+
+def _encode_small_dictionaries(col: Any) -> tuple[np.ndarray, Any]:
+    """:func:`_encode` of a chunked dictionary column whose chunks carry small dictionaries (a Parquet
+    file's row groups): each chunk's indices mapped through a lookup table of its dictionary, written
+    in place (no unified copy of the column). The values are those of the unified dictionary, in the
+    same order (first occurrence over the chunks' dictionaries), a null last when there are nulls."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    dictionaries = [c.dictionary for c in col.chunks]
+    dedup = pc.dictionary_encode(pa.concat_arrays(dictionaries))
+    lut_all = dedup.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+    values = dedup.dictionary
+    null_code = len(values)
+    codes = np.empty(len(col), dtype=np.int32)
+    at = start = 0
+    for c, d in zip(col.chunks, dictionaries):
+        lut = lut_all[start:start + len(d)]
+        start += len(d)
+        if len(c) == 0:
+            continue
+        idx = c.indices
+        part = codes[at:at + len(c)]
+        if idx.null_count:
+            filled = pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
+            part[:] = lut[filled] if lut.size else null_code
+            part[~idx.is_valid().to_numpy(zero_copy_only=False)] = null_code
+        else:
+            part[:] = lut[idx.to_numpy(zero_copy_only=False)]
+        at += len(c)
+    if col.null_count:
+        values = pa.concat_arrays([values, pa.nulls(1, type=values.type)])
+    return codes, values
 
 
 def _constant(col: Any) -> Any:
@@ -230,6 +316,10 @@ def _combine(
     if len(keep) == 1 and n:
         # one varying code: dense already when every code occurs (then no remapping is needed)
         c, card = keep[0]
+        if n > _RUNS_MIN_ROWS:
+            first_of_run = _runs(c, card)  # sorted codes: first positions without a scatter
+            if first_of_run is not None:
+                return c, card, first_of_run if need_first else np.zeros(0, np.int64)
         counts = np.bincount(c, minlength=card)
         if counts.size == card and (counts > 0).all():
             if not need_first:
@@ -305,13 +395,16 @@ class _Samples:
     first_row: np.ndarray  # (n,) first row of each sample
     bench: np.ndarray  # (n,) benchmark code
     bench_values: list[str]
-    records: list[Sample] | None  # (n,) when samples were given
+    records: list[Sample | None] | None  # (n,) when samples were given
     binary_id: np.ndarray | None = None  # (n,) bool: the id has the binarised form (rule 3)
+    identity: bool = False  # every row its own sample, in order (of_row == first_row == 0..n-1)
 
 
 def _column_per_sample(table: Any, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
     """Codes (per sample) and values of predictions column ``name``; a sample whose rows disagree is an error."""
     codes, values = _encode(table.column(name))
+    if s.identity:  # one row per sample: nothing to gather or to check
+        return codes, values.to_pylist()
     per_sample = codes[s.first_row]
     bad = np.flatnonzero(per_sample[s.of_row] != codes)
     if bad.size:
@@ -353,7 +446,11 @@ def _field_per_sample(
     return (*_values_per_sample([None if v is _MISSING else v for v in values]), True)
 
 
-def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, list[Any], str]:
+def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, Sequence[Any], str]:
+    """Group codes per sample, the group values, and the rule used (module doc, rules 2 and 3).
+
+    From the sample ids (rule 3) the values are only counted, never shown: there they are the
+    group names followed by ``#b`` (:func:`_binary_group_keys`), or a range of their number."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -374,34 +471,53 @@ def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, list[Any], str
                 )
         codes, vals = _values_per_sample(values)
         return codes, vals, "+".join(n for n in GROUP_FIELDS if n in rule)
-    n_rows = table.num_rows
-    if s.n == n_rows and s.first_row[0] == 0 and s.first_row[-1] == n_rows - 1 and \
-            (np.diff(s.first_row) == 1).all():
+    if s.identity:
         ids = table.column("sample_id")  # one row per sample, in order: no take needed
     else:
         ids = table.column("sample_id").take(pa.array(s.first_row))
-    if isinstance(ids, pa.ChunkedArray):
-        ids = ids.combine_chunks()
     if pa.types.is_dictionary(ids.type):
         ids = ids.cast(ids.type.value_type)
-    ids = ids.cast(pa.string())
-    split = _split_binary_ids(ids)
+    if not pa.types.is_string(ids.type) and not pa.types.is_large_string(ids.type):
+        ids = ids.cast(pa.string())
+    split = _binary_group_keys(ids)  # chunks and all: no copy of the ids
+    if split is None and isinstance(ids, pa.ChunkedArray):
+        ids = ids.combine_chunks()
     if split is None:
         has = pc.match_substring_regex(ids, BINARY_SUFFIX).to_numpy(zero_copy_only=False)
     else:
         has, stripped = split
-    with_suffix = np.bincount(s.bench, weights=has, minlength=len(s.bench_values))
-    lacking = [b for b, c in zip(s.bench_values, with_suffix) if c == 0]
+    if has.all():
+        lacking = []
+    else:
+        with_suffix = np.bincount(s.bench, weights=has, minlength=len(s.bench_values))
+        lacking = [b for b, c in zip(s.bench_values, with_suffix) if c == 0]
     if lacking:
         raise MBAError(
             f"cannot tell the question groups of benchmark(s) {lacking}: no sample id has the binarised form "
             "'{sample_id}#b{i}'; give the annotations (TemporalBench groups by video_name) or --group-by FIELD"
         )
-    s.binary_id = has.astype(bool)
+    s.binary_id = has if has.dtype == bool else has.astype(bool)
     if split is None:
         stripped = pc.replace_substring_regex(ids, pattern=BINARY_SUFFIX, replacement="")
-    codes, values = _encode(stripped)
-    return codes, values.to_pylist(), "sample_id#b"
+    codes, values = _encode(stripped, need_values=False)
+    return codes, values, "sample_id#b"
+
+
+def _binary_group_keys(ids: Any) -> tuple[np.ndarray, Any] | None:
+    """Which ids end in ``#b[0-9]+``, and per id a key that is equal for two ids exactly when their
+    groups (:func:`_split_binary_ids`) are: the group followed by ``#b``. For an id with the suffix
+    that is the id less its trailing digits; only ids without it are copied (with ``#b`` appended),
+    so the common table, where every id has the suffix, needs no slicing. ``None`` with nulls."""
+    import pyarrow.compute as pc
+
+    if ids.null_count or len(ids) == 0:
+        return None
+    trimmed = pc.ascii_rtrim(ids, characters="0123456789")
+    has = pc.and_(pc.ends_with(trimmed, "#b"), pc.less(pc.binary_length(trimmed), pc.binary_length(ids)))
+    has_np = has.to_numpy(zero_copy_only=False)
+    if has_np.all():
+        return has_np, trimmed
+    return has_np, pc.if_else(has, trimmed, pc.binary_join_element_wise(ids, "#b", ""))
 
 
 def _split_binary_ids(ids: Any) -> tuple[np.ndarray, Any] | None:
@@ -427,7 +543,9 @@ def _split_binary_ids(ids: Any) -> tuple[np.ndarray, Any] | None:
     return has_np, pc.if_else(has, cut, ids)
 
 
-def _lookup_records(table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None) -> list[Sample]:
+def _lookup_records(
+    table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None
+) -> list[Sample | None]:
     import pyarrow as pa
 
     heads = table.select(["benchmark", "sample_id"]).take(pa.array(s_first))
@@ -461,8 +579,9 @@ def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
         raise MBAError("--parse first-char needs the raw 'response' column in the predictions")
     n_rows = table.num_rows
     if s.records is not None:
-        target = np.array([-1 if r.answer is None else r.answer for r in s.records], dtype=np.int64)[s.of_row]
-        n_opt = np.array([len(r.options) for r in s.records], dtype=np.int64)[s.of_row]
+        known = [r for r in s.records if r is not None]  # every predicted sample has one (_lookup_records)
+        target = np.array([-1 if r.answer is None else r.answer for r in known], dtype=np.int64)[s.of_row]
+        n_opt = np.array([len(r.options) for r in known], dtype=np.int64)[s.of_row]
     else:
         if "target" not in table.column_names:
             raise MBAError("--parse first-char needs the correct option: give the annotations, or a 'target' column")
@@ -472,26 +591,50 @@ def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
     if (target < 0).any():
         row = table.slice(int(np.flatnonzero(target < 0)[0]), 1).to_pylist()[0]
         raise MBAError(f"sample {row['sample_id']!r} of {row['benchmark']!r}: the correct option is unknown")
-    rotation = (_numpy(table.column("rotation"), np.int64, 0) if "rotation" in table.column_names
-                else np.zeros(n_rows, np.int64))
-    if (rotation != 0).any() and (n_opt <= 0).any():
-        raise MBAError("rotated rows need the option count (annotations or an 'n_options' column)")
-    shown = np.where(rotation != 0, np.mod(target - rotation, np.maximum(n_opt, 1)), target)
+    shown = target
+    if "rotation" in table.column_names:
+        rotation = _numpy(table.column("rotation"), np.int64, 0)
+        if (rotation != 0).any():
+            if (n_opt <= 0).any():
+                raise MBAError("rotated rows need the option count (annotations or an 'n_options' column)")
+            shown = np.where(rotation != 0, np.mod(target - rotation, np.maximum(n_opt, 1)), target)
     response = table.column("response")
     if pa.types.is_dictionary(response.type):
-        response = response.cast(response.type.value_type)
-    if not pa.types.is_string(response.type) and not pa.types.is_large_string(response.type):
-        response = response.cast(pa.string())
-    first = pc.utf8_slice_codeunits(response, 0, 1)
-    codes, values = _encode(first)
-    # the letter index each distinct first character stands for (Python's str.lower, as the scorer)
+        # the rule on each chunk's dictionary (the distinct responses), gathered through its indices
+        parts = []
+        for chunk in (response.chunks if isinstance(response, pa.ChunkedArray) else [response]):
+            lut = _first_letter(chunk.dictionary) if len(chunk.dictionary) else np.zeros(0, np.int64)
+            idx = chunk.indices
+            if idx.null_count or not lut.size:
+                part = lut[pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)] if lut.size \
+                    else np.full(len(chunk), -2, np.int64)
+                part[~idx.is_valid().to_numpy(zero_copy_only=False)] = -2
+            else:
+                part = lut[idx.to_numpy(zero_copy_only=False)]
+            parts.append(part)
+        letter = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+    else:
+        letter = _first_letter(response)
+    ok: np.ndarray = (letter == shown).view(np.int8)
+    return ok
+
+
+def _first_letter(texts: Any) -> np.ndarray:
+    """Per text, the index of the letter its first character is (Python's ``str.lower`` on both, as
+    the scorer); -2 for none, an empty text or a null. Decided once per distinct first character."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not pa.types.is_string(texts.type) and not pa.types.is_large_string(texts.type):
+        texts = texts.cast(pa.string())
+    codes, values = _encode(pc.utf8_slice_codeunits(texts, 0, 1))
     letter = np.array(
         [next((i for i, c in enumerate(LETTERS) if v is not None and c.lower() == v.lower()), -2)
          for v in values.to_pylist()] or [-2],
         dtype=np.int64,
     )
-    hits: np.ndarray = (letter[codes] == shown).astype(np.int64)
-    return hits
+    out: np.ndarray = letter[codes]
+    return out
 
 
 def mba_table(
@@ -519,8 +662,6 @@ def mba_table(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tempcore.diagnostics.accuracy import condition_columns
-
     if parse not in PARSES:
         raise MBAError(f"unknown parse mode {parse!r}; choose one of {', '.join(PARSES)}")
     if incomplete not in INCOMPLETE_POLICIES:
@@ -541,18 +682,17 @@ def mba_table(
         table = table.filter(pc.is_in(table.column("model"), value_set=pa.array(list(models), type=pa.string())))
     oracle_rows = 0
     if "window" in table.column_names:
-        is_window = pc.is_valid(table.column("window"))
-        oracle_rows = int(pc.sum(is_window.cast(pa.int64())).as_py() or 0)
+        oracle_rows = table.num_rows - table.column("window").null_count
         if oracle_rows:
-            table = table.filter(pc.invert(is_window))
+            table = table.filter(pc.is_null(table.column("window")))
     n = table.num_rows
-    cond_cols = condition_columns(table) if n else ["strategy", "mode"]
+    cond_cols = _condition_columns(table) if n else ["strategy", "mode"]
     cond_cols = [c for c in cond_cols if c in table.column_names]
 
     # conditions and samples
     enc = {name: _encode(table.column(name)) for name in ["benchmark", "model", *cond_cols]}
     cid, n_cond, cond_first = _combine([enc[c][0] for c in enc], [len(enc[c][1]) for c in enc], n)
-    sid_codes, sid_values = _encode(table.column("sample_id"))
+    sid_codes, sid_values = _encode(table.column("sample_id"), need_values=False)
     b_codes, b_values = enc["benchmark"]
     s_of_row, n_samples, s_first = _combine([b_codes, sid_codes], [len(b_values), len(sid_values)], n)
     pair, n_pairs, _ = _combine([cid, s_of_row], [n_cond, n_samples], n, need_first=False)
@@ -568,8 +708,10 @@ def mba_table(
     if samples is not None:
         sample_list = list(samples)
         records = _lookup_records(table, s_first, sample_list, benchmark) if n else []
-    s = _Samples(n_samples, s_of_row, s_first, b_codes[s_first] if n else np.zeros(0, np.int64),
-                 b_values.to_pylist(), records)
+    identity = n_samples == n and n > 0 and bool((s_first[1:] > s_first[:-1]).all())  # s_first is 0..n-1
+    s = _Samples(n_samples, s_of_row, s_first,
+                 (b_codes if identity else b_codes[s_first]) if n else np.zeros(0, np.int64),
+                 b_values.to_pylist(), records, identity=identity)
 
     # groups, labels, correctness, option counts
     if group_by is not None:
@@ -579,22 +721,15 @@ def mba_table(
         g_codes, g_values, group_rule = _default_groups(table, s) if n else (np.zeros(0, np.int64), [], "")
         g_from_samples = records is not None
     ok = (_first_char_correct(table, s) if parse == "first-char"
-          else _numpy(table.column("correct"), np.int64, 0)) if n else np.zeros(0, np.int64)
-    if records is not None:
-        n_opt = np.array([len(r.options) if r.options else 0 for r in records], dtype=np.float64)[s_of_row]
-    elif "n_options" in table.column_names:
-        n_opt = _numpy(table.column("n_options"), np.float64, 0.0)
-    else:
-        n_opt = np.zeros(n, np.float64)
-    if s.binary_id is not None:  # a binarised question without a known option count has two options
-        n_opt = np.where((n_opt <= 0) & s.binary_id[s_of_row], 2.0, n_opt)
-    with np.errstate(divide="ignore"):
-        logn = np.where(n_opt > 0, np.log(np.where(n_opt > 0, n_opt, 1.0)), np.nan)
+          else _correct_column(table.column("correct"))) if n else np.zeros(0, np.int64)
+    logn = _log_option_counts(table, s, n)
+
 
     cond_heads = table.select(["benchmark", "model", *cond_cols]).take(pa.array(cond_first)).to_pylist()
     notes = [f"Wilson {confidence:.0%} intervals; groups: {group_rule or '-'}; parse: {parse}; "
              f"incomplete groups: {incomplete}"]
     views: dict[str, list[dict[str, Any]]] = {}
+    cells: dict[str, Any] = {}  # per (condition, unit) sums, shared by the views whose units coincide
     for view, fname in (("overall", None), ("by_dataset", dataset_field), ("by_category", category_field)):
         if fname is None:
             l_codes, l_values, l_from_samples = np.zeros(n_samples, np.int64), [None], True
@@ -609,7 +744,7 @@ def mba_table(
         annotated = sample_list if (g_from_samples and l_from_samples) else None
         views[view] = _view(
             view, fname, s, g_codes, g_values, l_codes, l_values, cid, n_cond, cond_heads, ok, logn,
-            annotated, benchmark, group_by, incomplete, confidence,
+            annotated, benchmark, group_by, incomplete, confidence, cells,
         )
     if oracle_rows:
         notes.append(f"{oracle_rows} oracle window row(s) left out")
@@ -628,47 +763,188 @@ def _group_of(sample: Sample, group_by: str | None) -> Any:
     return None
 
 
+def _condition_columns(table: Any) -> list[str]:
+    """:func:`tempcore.diagnostics.accuracy.condition_columns` (``strategy``, ``mode`` and the condition
+    columns that vary), a column of one value and no nulls told by its min / max (no hashing of every row)."""
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.accuracy import CONDITION_COLUMNS
+
+    out = ["strategy", "mode"]
+    for name in CONDITION_COLUMNS:
+        if name not in table.column_names:
+            continue
+        col = table.column(name)
+        if col.null_count == len(col):
+            continue  # one value (null) or none
+        if col.null_count == 0 and _constant(col) is not None:
+            continue
+        if pc.count_distinct(col, mode="all").as_py() > 1:
+            out.append(name)
+    return out
+
+
+def _correct_column(col: Any) -> np.ndarray:
+    """The ``correct`` column as integers (null: wrong), in its own width when it has no nulls."""
+    import pyarrow as pa
+
+    if col.null_count == 0 and (pa.types.is_integer(col.type) or pa.types.is_boolean(col.type)):
+        out = col.to_numpy(zero_copy_only=False) if len(col) else np.zeros(0, np.int64)
+        return out.view(np.int8) if out.dtype == bool else out
+    return _numpy(col, np.int64, 0)
+
+
+def _log_option_counts(table: Any, s: _Samples, n: int) -> np.ndarray | float:
+    """log(n_options) per row (NaN: unknown), or one number when every row has the same count
+    (the samples' options, else the ``n_options`` column; a binarised id without either: 2)."""
+    import pyarrow as pa
+
+    n_opt: np.ndarray | float
+    if s.records is not None:
+        per_sample = np.array([len(r.options) if r is not None and r.options else 0 for r in s.records],
+                              dtype=np.float64)
+        n_opt = per_sample if s.identity else per_sample[s.of_row]
+    elif "n_options" in table.column_names:
+        col = table.column("n_options")
+        one = _constant(col) if col.null_count == 0 and len(col) and not pa.types.is_dictionary(col.type) else None
+        n_opt = float(one[0].as_py()) if one is not None else _numpy(col, np.float64, 0.0)
+    else:
+        n_opt = 0.0
+    if s.binary_id is not None:  # a binarised question without a known option count has two options
+        if isinstance(n_opt, float):
+            if n_opt <= 0 and s.binary_id.all():
+                n_opt = 2.0
+            elif n_opt <= 0 and s.binary_id.any():
+                n_opt = np.where(s.binary_id if s.identity else s.binary_id[s.of_row], 2.0, n_opt)
+        else:
+            n_opt = np.where((n_opt <= 0) & (s.binary_id if s.identity else s.binary_id[s.of_row]), 2.0, n_opt)
+    values = np.array([n_opt], dtype=np.float64) if isinstance(n_opt, float) else n_opt
+    with np.errstate(divide="ignore"):
+        logn = np.where(values > 0, np.log(np.where(values > 0, values, 1.0)), np.nan)
+    return float(logn[0]) if isinstance(n_opt, float) else logn
+
+
+def _repeated_sums(x: float, counts: np.ndarray) -> np.ndarray:
+    """Per entry, ``x`` added ``counts[i]`` times from 0.0, left to right: exactly the sum a
+    bincount of rows all weighing ``x`` gives (``cumsum`` is sequential too)."""
+    m = int(counts.max()) if counts.size else 0
+    table = np.zeros(m + 1, dtype=np.float64)
+    if m:
+        table[1:] = np.cumsum(np.full(m, x, dtype=np.float64))
+    out: np.ndarray = table[counts]
+    return out
+
+
+def _cell_sums(
+    cid: np.ndarray, n_cond: int, unit: np.ndarray, n_units: int, ok: np.ndarray, logn: np.ndarray | float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per (condition, unit) cell with rows: its condition, unit, rows, correct rows and sum of log
+    option counts. One condition whose units are contiguous runs of rows (a table in key order) is
+    summed over the runs; otherwise by bincounts over dense cell codes. Both give the same numbers."""
+    n = unit.size
+    if n > _RUNS_MIN_ROWS and n_cond == 1:
+        first = _runs(unit, n_units)
+        if first is not None:
+            rows = np.diff(first, append=n)
+            width = np.int32 if ok.dtype.itemsize <= 2 and n < 2**31 // 256 else np.int64
+            running = np.cumsum(ok, dtype=width)
+            right = np.diff(running[first[1:] - 1].astype(np.int64), prepend=0, append=int(running[-1]))
+            logs = (_repeated_sums(logn, rows) if isinstance(logn, float)
+                    else np.bincount(unit, weights=logn, minlength=n_units))
+            return np.zeros(n_units, np.int64), np.arange(n_units), rows, right, logs
+    cu, n_cu, cu_first = _combine([cid, unit], [n_cond, n_units], n)
+    rows = np.bincount(cu, minlength=n_cu)
+    right = np.bincount(cu, weights=ok, minlength=n_cu)
+    logs = (_repeated_sums(logn, rows) if isinstance(logn, float)
+            else np.bincount(cu, weights=logn, minlength=n_cu))
+    return cid[cu_first], unit[cu_first], rows, right, logs
+
+
+@dataclass
+class _Units:
+    """A partition of the samples into the units (groups) of a view, and the per-cell sums over it."""
+
+    of_s: np.ndarray  # (samples,) unit code
+    n: int
+    first_s: np.ndarray  # (units,) first sample of each unit
+    runs: bool  # each unit a contiguous run of samples (first_s increasing, in sample order)
+    sums: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # see _cell_sums
+
+
+def _units(
+    s: _Samples, g_codes: np.ndarray, n_groups: int, l_codes: np.ndarray, n_label_values: int,
+    cid: np.ndarray, n_cond: int, ok: np.ndarray, logn: np.ndarray | float,
+) -> _Units:
+    """Units (benchmark, group, label) per sample and their per-cell sums."""
+    unit_of_s, n_units, unit_first_s = _combine(
+        [s.bench, g_codes, l_codes], [len(s.bench_values), n_groups, n_label_values], s.n
+    )
+    runs = s.n > _RUNS_MIN_ROWS and bool((unit_first_s[1:] > unit_first_s[:-1]).all()) and \
+        _runs(unit_of_s, n_units) is not None
+    unit = unit_of_s if s.identity else unit_of_s[s.of_row]
+    return _Units(unit_of_s, n_units, unit_first_s, runs, _cell_sums(cid, n_cond, unit, n_units, ok, logn))
+
+
+def _constant_within(l_codes: np.ndarray, units: _Units) -> bool:
+    """Whether a per-sample label takes one value within each unit (then a view by that label has
+    the same units, and the same per-cell sums)."""
+    if units.runs:  # every change of label falls on the first sample of a unit
+        change = np.flatnonzero(l_codes[1:] != l_codes[:-1]) + 1
+        starts = np.zeros(l_codes.size, dtype=bool)
+        starts[units.first_s] = True
+        return bool(starts[change].all())
+    return bool((l_codes[units.first_s][units.of_s] == l_codes).all())
+
+
 def _view(
     view: str,
     fname: str | None,
     s: _Samples,
     g_codes: np.ndarray,
-    g_values: list[Any],
+    g_values: Sequence[Any],
     l_codes: np.ndarray,
     l_values: list[Any],
     cid: np.ndarray,
     n_cond: int,
     cond_heads: list[dict[str, Any]],
     ok: np.ndarray,
-    logn: np.ndarray,
+    logn: np.ndarray | float,
     samples: list[Sample] | None,
     benchmark: str | None,
     group_by: str | None,
     incomplete: str,
     confidence: float,
+    cache: dict[str, Any],
 ) -> list[dict[str, Any]]:
     from tempcore.diagnostics.accuracy import _sort_key
     from tempcore.diagnostics.stats import wilson_interval
 
-    n = cid.size
-    # units (the groups of this view): (benchmark, label, group) per sample
-    unit_of_s, n_units, unit_first_s = _combine(
-        [s.bench, l_codes, g_codes], [len(s.bench_values), len(l_values), len(g_values)], s.n
+    # units (the groups of this view): (benchmark, group, label) per sample; the units of the first
+    # view (benchmark, group) serve every view whose label is constant within them
+    base: _Units | None = cache.get("units")
+    if base is not None and _constant_within(l_codes, base):
+        units = base
+    else:
+        units = _units(s, g_codes, len(g_values), l_codes, len(l_values), cid, n_cond, ok, logn)
+        if base is None:
+            cache["units"] = units
+    unit_of_s, n_units, unit_first_s = units.of_s, units.n, units.first_s
+    label_of_unit, n_labels, label_first_u = _combine(
+        [s.bench[unit_first_s], l_codes[unit_first_s]], [len(s.bench_values), len(l_values)], n_units
     )
-    label_of_s, n_labels, label_first_s = _combine([s.bench, l_codes], [len(s.bench_values), len(l_values)], s.n)
-    label_of_unit = label_of_s[unit_first_s]
+    label_first_s = unit_first_s[label_first_u]
     label_key = [(s.bench_values[s.bench[i]], _hashable(l_values[l_codes[i]])) for i in label_first_s]
-    unit = unit_of_s[s.of_row]
 
     # expected questions per unit, and units per label (the universe a condition should cover)
     if incomplete == "present":
         expected = None
         universe: dict[tuple[Any, Any], int] | None = None
     elif samples is None:
-        expected = np.bincount(unit_of_s, minlength=n_units)
+        expected = (np.diff(unit_first_s, append=s.n) if units.runs
+                    else np.bincount(unit_of_s, minlength=n_units))
         universe = dict(zip(label_key, np.bincount(label_of_unit, minlength=n_labels).tolist()))
     else:
-        per_unit: Counter[Any] = Counter()
+        per_unit: Counter[tuple[Any, Any, Any]] = Counter()
         per_label: dict[tuple[Any, Any], set[Any]] = {}
         for x in samples:
             bench = benchmark if benchmark is not None else x.benchmark
@@ -685,12 +961,8 @@ def _view(
         universe = {k: len(v) for k, v in per_label.items()}
 
     # per (condition, unit): questions, correct, log option counts
-    cu, n_cu, cu_first = _combine([cid, unit], [n_cond, n_units], n)
-    rows = np.bincount(cu, minlength=n_cu)
-    right = np.bincount(cu, weights=ok, minlength=n_cu)
-    logs = np.bincount(cu, weights=logn, minlength=n_cu)
-    cu_unit = unit[cu_first]
-    cu_cond = cid[cu_first]
+    cu_cond, cu_unit, rows, right, logs = units.sums
+    n_cu = rows.size
     complete = np.ones(n_cu, bool) if expected is None else rows == expected[cu_unit]
     solved = complete & (right == rows)
     cl = cu_cond * n_labels + label_of_unit[cu_unit]

@@ -115,8 +115,8 @@ def centrality(options: Sequence[str]) -> np.ndarray:
     n = len(options)
     if n < 2:
         return np.full(n, np.nan)
-    mean_distance: np.ndarray = distance_matrix(options).sum(axis=1) / (n - 1)
-    return mean_distance
+    out: np.ndarray = distance_matrix(options).sum(axis=1) / (n - 1)
+    return out
 
 
 def centroid(options: Sequence[str], rtol: float = 1e-12) -> int | None:
@@ -280,7 +280,7 @@ def centroid_picks(
     if table.num_rows == 0:
         return []
     # per-sample geometry, joined on the distinct (benchmark, sample_id) of the table
-    index: dict[Any, int]  # sample_id, or (benchmark, sample_id) across benchmarks
+    index: dict[Any, int]
     if benchmark is not None:
         index = {sid: i for i, sid in enumerate(geo.sample_id)}
         key_cols = ["sample_id"]

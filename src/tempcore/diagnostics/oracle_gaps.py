@@ -12,6 +12,11 @@ Conventions shared by the per-sample analyses (Tables 2, 7, 14, Figs. 6, 9, 10, 
 * Positions and coverage (Tables 7, 14) use L, the number of decoded (= scored) frames of the
   sample's video or segment at the run's fps, from the predictions' ``n_frames`` column; a table
   without it is an error naming the column, never a fallback to assumed positions.
+* Table 7 needs every window of the oracle: rows of an early-stopped oracle (condition variant
+  ``early_stop``, :func:`tempcore.config.early_stop_mode`: windows asked until the first correct
+  one) are refused with an error saying it needs ``early_stop: false``
+  (:func:`early_stopped_oracle_rows`). The oracle gaps (Table 2, Figs. 6, 9, 10) need only the
+  oracle correctness (any window correct), which early stop leaves unchanged.
 """
 
 from __future__ import annotations
@@ -240,6 +245,27 @@ def oracle_gap_vs_abs_fss(
     )
 
 
+def early_stopped_oracle_rows(table: Any, mask: np.ndarray | None = None) -> int:
+    """How many oracle rows (of ``mask``, default: all) come from an early-stopped oracle (variant
+    ``early_stop``): such a run holds each (sample, model)'s windows up to its first correct one
+    only, so an analysis of every window's answer cannot use it."""
+    import pyarrow as pa
+
+    from tempcore.config import EARLY_STOP_VARIANT
+    from tempcore.diagnostics.table import _equal
+
+    enc = _encode(table)
+    if "variant" not in enc.table.column_names or pa.types.is_null(enc.table.column("variant").type):
+        return 0
+    oracle = enc.rows("oracle", None, {}) if mask is None else mask
+    return int((oracle & _equal(enc.table.column("variant"), EARLY_STOP_VARIANT)).sum())
+
+
+EVERY_WINDOW = ("needs every oracle window: the oracle ran with early_stop (it stops at the first correct "
+                "window); rerun the oracle condition with early_stop: false")
+"""Why Table 7 refuses an early-stopped oracle (the error and the report's reason)."""
+
+
 #: How :func:`correct_window_centroids` learns a sample's length L (see its docstring).
 CENTROID_LENGTHS = ("n_frames", "oracle_windows")
 
@@ -328,6 +354,8 @@ def correct_window_centroids(
       1 + the largest frame index among the sample's oracle rows: exact for tempcore's window
       layout, whose last window ends on the last frame (:mod:`tempcore.selection.windows`), and
       named in the notes; use it only for tables made that way.
+    * Every window: rows of an early-stopped oracle are an :class:`AnalysisError` saying the
+      analysis needs ``early_stop: false`` (the correct windows after the first were never asked).
     * A window row needs its ``frame_indices`` (the column missing is an error naming it); a
       frame index outside ``[0, L)`` is an error (L and the frames disagree). Samples whose L or
       whose correct windows' frames are unknown are left out and counted (``no_length``,
@@ -343,6 +371,9 @@ def correct_window_centroids(
     cond = oracle or ConditionQuery("oracle")
     mask = enc.rows(cond.strategy, cond.mode, dict(cond.filters))
     enc.check_unambiguous(mask, cond.describe(), dict(cond.filters))
+    stopped = early_stopped_oracle_rows(enc, mask)
+    if stopped:
+        raise AnalysisError(f"correct-window centroids (Table 7) {EVERY_WINDOW} ({stopped} early-stopped row(s))")
     if "frame_indices" not in enc.table.column_names:
         raise AnalysisError(
             "correct-window centroids need each window's frames: the predictions have no 'frame_indices' column"
@@ -434,8 +465,10 @@ def correct_window_centroids(
 
 __all__ = [
     "CENTROID_LENGTHS",
+    "EVERY_WINDOW",
     "SampleGaps",
     "correct_window_centroids",
+    "early_stopped_oracle_rows",
     "oracle_gap_by_fss_bin",
     "oracle_gap_by_fss_category",
     "oracle_gap_per_sample",

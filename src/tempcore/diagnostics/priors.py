@@ -131,12 +131,12 @@ def task_of(sample: Sample, field: str = "task") -> str:
 def letter_chi2(letters: Sequence[int], n_options: Sequence[int]) -> float | None:
     """p-value of the chi-square test of correct letter positions against uniform positions
     (expected count of letter j: sum of ``1 / n_options`` over questions with more than j options)."""
-    codes = np.asarray(letters, dtype=np.int64)
+    positions = np.asarray(letters, dtype=np.int64)
     n_opt = np.asarray(n_options, dtype=np.int64)
-    if codes.size == 0:
+    if positions.size == 0:
         return None
     width = int(n_opt.max())
-    observed = np.bincount(codes, minlength=width).astype(np.float64)
+    observed = np.bincount(positions, minlength=width).astype(np.float64)
     expected = np.zeros(width)
     for n in np.unique(n_opt):
         expected[: int(n)] += (n_opt == n).sum() / float(n)
@@ -151,7 +151,7 @@ def letter_chi2(letters: Sequence[int], n_options: Sequence[int]) -> float | Non
 
 def _task_prior(samples: list[Sample], *, repeat_share: float, max_examples: int) -> dict[str, Any]:
     mc = [s for s in samples if s.answer is not None and s.options]
-    answers = [s.answer for s in mc if s.answer is not None]  # = mc's answers, narrowed to int
+    answers = [int(s.answer) for s in mc if s.answer is not None]  # every one (mc keeps answered samples)
     n = len(mc)
     by_text = Counter(s.options[a] for s, a in zip(mc, answers))
     by_letter = Counter(LETTERS[a] for a in answers)
@@ -238,7 +238,7 @@ def prediction_priors(
         assert s is not None and s.answer is not None  # lookup keeps only samples with an answer
         for j, o in enumerate(s.options):
             option_code[i, j] = texts.setdefault(o, len(texts))
-        target[i] = s.answer
+        target[i] = int(s.answer) if s.answer is not None else -1  # found keeps answered samples only
         task_code[i] = tasks.setdefault(task_of(s, field), len(tasks))
     text_names = list(texts)
     task_names = list(tasks)
@@ -259,11 +259,22 @@ def prediction_priors(
     correct = enc.numeric("correct")[rows]
     label_text = option_code[sc, target[sc]]
     bench_names = sorted(set(enc.sample_benchmark))
-    bench_code = np.array([bench_names.index(b) for b in enc.sample_benchmark], dtype=np.int64)[sc]
+    bench_index = {b: i for i, b in enumerate(bench_names)}
+    bench_code = np.array([bench_index[b] for b in enc.sample_benchmark], dtype=np.int64)[sc]
     n_st, n_b, n_t = len(s_names), len(bench_names), len(task_names)
-    gkey = ((enc.model_code[rows] * n_st + s_codes[rows]) * n_b + bench_code) * n_t + task_code[sc]
-    uniq, gid = np.unique(gkey, return_inverse=True)
-    order = np.argsort(gid, kind="stable")
+    gkey = ((enc.model_code[rows].astype(np.int64) * n_st + s_codes[rows]) * n_b + bench_code) * n_t + task_code[sc]
+    # the groups present, numbered in key order (np.unique's numbering) by a bitmap over the small
+    # key range instead of a sort of every row; then the rows of each group by a stable sort of
+    # narrow group numbers (a radix sort for 16-bit keys)
+    span = len(enc.models) * n_st * n_b * n_t
+    if 0 < span <= max(4 * gkey.size, 1 << 16):
+        seen = np.zeros(span, dtype=bool)
+        seen[gkey] = True
+        uniq = np.flatnonzero(seen)
+        gid = (np.cumsum(seen) - 1)[gkey]
+    else:
+        uniq, gid = np.unique(gkey, return_inverse=True)
+    order = np.argsort(gid.astype(np.int16) if uniq.size < 2**15 else gid, kind="stable")
     bounds = np.searchsorted(gid[order], np.arange(uniq.size + 1))
     letters = list(LETTERS[:width])
     out: list[dict[str, Any]] = []

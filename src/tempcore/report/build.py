@@ -280,6 +280,31 @@ def build_report(
     from tempcore.report.browser import build_browser
 
     table = prepare_table(table)
+    params = {"tau": tau, "lambda": lam, "fss_mode": fss_mode, "scoring": scoring,
+              "models": list(models) if models else "all", "k": k, "encoder": encoder,
+              "bootstrap": n_boot, "seed": seed, "max_samples": max_samples,
+              "max_thumbnail_samples": max_thumbnail_samples if thumbnails else 0}
+    samples = {}
+    roots: dict[str, Any] = {}
+    for name, value in (samples_by_benchmark or {}).items():
+        samples[name] = list(getattr(value, "samples", value))
+        root = getattr(value, "video_root", None)
+        if root is not None:
+            roots[name] = root
+    roots.update({k_: v for k_, v in (video_roots or {}).items() if v is not None})
+    extra = _extra_sections(table, samples, n_boot=n_boot, seed=seed, tau=tau, lam=lam)
+    missing = _missing_tempcore_conditions(table)
+    if missing and extra:
+        # a table without the TempCore conditions (TemporalBench predictions, an ablation or a
+        # grounding run): the sections that need none of them, and why the rest is missing
+        note = Section("tempcore", "TempCore diagnosis",
+                       intro=f"Not available: the table has no {' or '.join(missing)} predictions (FSS, LIS, "
+                             "the taxonomy, TPI and every analysis built on them need both). The sections "
+                             "below need neither.")
+        info = {"tempcore_version": __version__, "rows": table.num_rows,
+                "models": Facts.of(table).models, "benchmarks": _distinct_strings(table, "benchmark"),
+                **dict(inputs or {})}
+        return Report(title, created or _now(), params, info, None, [note, *extra], None)
     enc = EncodedPredictions.from_table(table)
     filters = {"k": k, "encoder": encoder}
     diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
@@ -300,29 +325,35 @@ def build_report(
         o = by_key["oracle"].items
         pos = next(i for i, it in enumerate(o) if it.key == "oracle_gap_by_fss_bin") + 1
         o.insert(pos, gap_fig)
-    samples = {}
-    roots: dict[str, Any] = {}
-    for name, value in (samples_by_benchmark or {}).items():
-        samples[name] = list(getattr(value, "samples", value))
-        root = getattr(value, "video_root", None)
-        if root is not None:
-            roots[name] = root
-    roots.update({k_: v for k_, v in (video_roots or {}).items() if v is not None})
     browser = build_browser(table, diagnosis, samples, roots, max_samples=max_samples, seed=seed,
                             thumbnails_enabled=thumbnails, thumb_width=thumb_width,
                             max_thumbnail_samples=max_thumbnail_samples)
-    params = {"tau": tau, "lambda": lam, "fss_mode": fss_mode, "scoring": scoring,
-              "models": list(models) if models else "all", "k": k, "encoder": encoder,
-              "bootstrap": n_boot, "seed": seed, "max_samples": max_samples,
-              "max_thumbnail_samples": max_thumbnail_samples if thumbnails else 0}
     info = {"tempcore_version": __version__, "rows": table.num_rows, "models": ctx.facts.models,
             "benchmarks": sorted(diagnosis.benchmarks), **dict(inputs or {})}
+    return Report(title, created or _now(), params, info, diagnosis, [*by_key.values(), *extra], browser)
+
+
+def _extra_sections(table: Any, samples: Mapping[str, list[Any]], *, n_boot: int, seed: int, tau: float,
+                    lam: float) -> list[Section]:
+    """The sections of the sibling papers' analyses that the table allows (MBA, ablations)."""
     from tempcore.report.ablations import ablations_section
     from tempcore.report.mba import mba_section
 
-    extra = [s for s in (mba_section(table, samples), ablations_section(table, n_boot=n_boot, seed=seed, tau=tau,
-                                                                        lam=lam)) if s is not None]
-    return Report(title, created or _now(), params, info, diagnosis, [*by_key.values(), *extra], browser)
+    found = (mba_section(table, samples), ablations_section(table, n_boot=n_boot, seed=seed, tau=tau, lam=lam))
+    return [s for s in found if s is not None]
+
+
+def _missing_tempcore_conditions(table: Any) -> list[str]:
+    """``maxprob`` / ``minprob`` when the table has no row of that strategy at all (the diagnosis
+    needs both; a filter that empties them is an error of :func:`tempcore.diagnostics.diagnose`)."""
+    present = set(_distinct_strings(table, "strategy"))
+    return [s for s in ("maxprob", "minprob") if s not in present]
+
+
+def _distinct_strings(table: Any, column: str) -> list[str]:
+    if column not in table.column_names or not table.num_rows:
+        return []
+    return sorted(str(v) for v in table.column(column).unique().to_pylist() if v is not None)
 
 
 def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = True) -> list[Path]:

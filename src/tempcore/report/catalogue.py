@@ -277,6 +277,12 @@ def _register_builtins() -> None:
         return None if ctx.ablation_mode(ctx.facts.maxprob_encoders) else \
             "needs MaxProb predictions with two or more encoders"
 
+    gaps: Any = _Module("tempcore.diagnostics.oracle_gaps")
+
+    def every_window(ctx: Context) -> str | None:
+        """Table 7 needs every oracle window: not the rows of an early-stopped oracle."""
+        return gaps.EVERY_WINDOW if gaps.early_stopped_oracle_rows(ctx.enc) else None
+
     def coverage(ctx: Context) -> Any:
         k = ctx.k
         if k is None:
@@ -348,7 +354,7 @@ def _register_builtins() -> None:
                  conditions=oracle_uniform),
         Analysis("correct_window_centroids", "Correct-window centroids (Table 7)", "oracle",
                  lambda c: an.correct_window_centroids(c.enc, c.diagnosis, models=c.models),
-                 conditions=(("oracle", None),)),
+                 conditions=(("oracle", None),), needs=every_window),
         Analysis("tau_sweep", "tau sweep", "sweeps",
                  lambda c: an.threshold_sweep(c.diagnosis, taus=an.DEFAULT_TAUS)),
         Analysis("lambda_sweep", "lambda sweep", "sweeps",

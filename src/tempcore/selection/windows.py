@@ -16,9 +16,15 @@ fixed here:
   (inclusive of the first and the last window, rounding half up, exact integer arithmetic);
   the spacing exceeds 1, so the chosen windows are distinct. ``W_max = 1`` takes the middle
   window ``(n - 1) // 2``.
+
+Early stop (``early_stop`` of an oracle condition, :func:`window_order`): the windows are asked in
+decreasing mean Eq. 1 score of their frames, ties broken by position (window order), and no
+more once one is answered correctly; the oracle correctness ("any window correct") is the same.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -76,3 +82,27 @@ def oracle(
     indices = frames.indices(positions).tolist()
     times = frames.t[positions].tolist()
     return [FrameSet(tuple(i), tuple(t), frames.k) for i, t in zip(indices, times)]
+
+
+def window_order(windows: Sequence[FrameSet], scores: np.ndarray | None) -> list[int]:
+    """The order an early-stopped oracle asks ``windows`` in: window indices (positions in
+    ``windows``, which :func:`oracle` lists in position order) by decreasing mean of ``scores``
+    over each window's frames (``FrameSet.indices`` index ``scores``), ties by position.
+
+    ``scores=None`` (no scores in the ordering mode, e.g. a grounding sample under ``qa``, which has
+    no answer text) gives position order. A window without frames sorts last. The mean is a float64
+    ``np.mean``, so the order is the same on every run for the same scores.
+
+    Example: windows [0-3], [4-7], [6-9] with scores 0,0,0,0, 1,1,1,1, 1,1 -> means 0, 1, 1 ->
+    order [1, 2, 0].
+    """
+    if scores is None:
+        return list(range(len(windows)))
+    s = np.asarray(scores, dtype=np.float64)
+    means = []
+    for w in windows:
+        idx = np.asarray(w.indices, dtype=np.int64)
+        if idx.size and (idx.min() < 0 or idx.max() >= s.shape[0]):
+            raise SelectionError(f"oracle: a window shows frame {int(idx.max())} but only {s.shape[0]} frames are scored")
+        means.append(float(np.mean(s[idx])) if idx.size else -np.inf)
+    return sorted(range(len(windows)), key=lambda i: (-means[i], i))
