@@ -139,7 +139,6 @@ def demo_overhead(questions: int, repeats: int, ray_init_s: float) -> bool:
     from tempcore.world import generate_world
 
     torch.set_num_threads(1)  # as the demo does (its models are tiny)
-    quiet = {"progress": False, "log": lambda _m: None}
     ratios, times = [], []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -152,7 +151,7 @@ def demo_overhead(questions: int, repeats: int, ray_init_s: float) -> bool:
                 if which == "ray":
                     cfg = dataclasses.replace(cfg, executor="ray", ray={"model_defaults": {"replicas": 1}})
                 t = time.perf_counter()
-                s = run(cfg, **quiet)
+                s = run(cfg, progress=False, log=lambda _m: None)
                 wall[which] = time.perf_counter() - t
                 assert all(m.failed == 0 and m.done == m.planned for m in s.models), s.models
             n = sum(m.done for m in s.models)
