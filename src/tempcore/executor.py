@@ -304,7 +304,8 @@ def _request(item: WorkItem, frames: Mapping[int, np.ndarray], template: str, no
     if _grounding(item):  # "when does it happen?": duration and frame times relative to the shown span
         from tempcore.grounding.answer import grounding_prompt
 
-        prompt = grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps)
+        prompt = grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps,
+                                  spans=item.spans)
     else:
         prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
     return ModelRequest(images=images, prompt=prompt, options=item.options, timestamps=timestamps,
@@ -358,7 +359,7 @@ def _grounding_prediction(
     item: WorkItem, model: str, request: ModelRequest, text: str, latency_s: float, method: str, identity: Identity,
 ) -> Prediction:
     """A grounding response as a Prediction: ``[start, end]`` parsed, mapped back to absolute video
-    time (:func:`tempcore.grounding.answer.crop_of`), scored against the sample's windows;
+    time (:func:`tempcore.grounding.answer.crop_of`; a crop condition's spans), scored against the sample's windows;
     ``correct`` = IoU >= 0.5; a response without an interval is a parse failure (never an answer)."""
     from tempcore.grounding.answer import crop_of, score_grounding_response
     from tempcore.prompts import prompt_hash
@@ -366,7 +367,11 @@ def _grounding_prediction(
 
     s = item.sample
     offset, duration = crop_of(s, item.n_frames, item.condition.fps)
-    got = score_grounding_response(text, s.answer_windows, duration=duration, offset=offset)
+    if item.spans:  # a crop condition (tempcore.grounding.crops): times on the concatenated spans
+        from tempcore.grounding.crops import shown_duration
+
+        duration = shown_duration(item.spans)
+    got = score_grounding_response(text, s.answer_windows, duration=duration, offset=offset, spans=item.spans)
     return Prediction(
         benchmark=s.benchmark, sample_id=s.sample_id, model=model, condition=item.condition.key,
         response=text, answer=None, correct=int(got.iou is not None and got.iou >= GROUNDING_CORRECT_IOU),
