@@ -237,3 +237,28 @@ def test_cli_inspect_names_every_hostile_row_without_a_traceback(tmp_path: Path)
     proc = subprocess.run(base, capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert f"{path}:2: [\\udc00] the sample id holds a lone surrogate" in proc.stderr
+
+
+def test_tempcore_grounding_reads_hostile_tables_and_submissions_without_crashing(tmp_path: Path) -> None:
+    """`tempcore grounding` (new with issue 15) read tables and submissions with its own readers:
+    Arrow's JSON reader on a 20k-deep line (the segfault of issue 13.2) and json.loads on a deep
+    submission line (RecursionError). Both are now named errors, exit 1, in a child process."""
+    deep = "[" * 20_000 + "]" * 20_000
+    table = tmp_path / "g.jsonl"
+    table.write_text(json.dumps({"sample_id": "a", "model": "m", "strategy": "uniform", "pred_start": 1.0,
+                                 "pred_end": 2.0}) + "\n" + '{"sample_id": ' + deep + "}\n")
+    submission = tmp_path / "sub.jsonl"
+    submission.write_text(json.dumps({"qid": 1, "pred_relevant_windows": [[0, 1, 0.5]]}) + "\n"
+                          + '{"qid": 2, "pred_relevant_windows": ' + deep + "}\n")
+    annotations = tmp_path / "qv.jsonl"
+    annotations.write_text(json.dumps({"qid": 1, "query": "a dog runs", "vid": "v", "duration": 10,
+                                       "relevant_windows": [[0, 2]]}) + "\n")
+    for args, message in (
+        (["--predictions", str(table)], f"{table}:2: JSON nested deeper than 64 levels"),
+        (["--predictions", str(submission), "--benchmark", "qvhighlights", "--annotations", str(annotations)],
+         f"{submission}:2: JSON nested deeper than 64 levels"),
+    ):
+        proc = subprocess.run([sys.executable, "-m", "tempcore", "grounding", *args],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 1, (proc.returncode, proc.stderr[-2000:])  # a segfault would be -11
+        assert message in proc.stderr and "Traceback" not in proc.stderr

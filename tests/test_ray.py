@@ -1,8 +1,10 @@
 """The Ray executor on a real local Ray (``ray.init(num_cpus=2)``, started by these tests).
 
-Same plan, same rows as the local executor; a model actor that dies mid-run is restarted and its
-unit retried, with nothing lost or duplicated; a unit that keeps failing lands in the failures
-table; a killed driver resumes from the store."""
+Same plan, same rows as the local executor (on a synthetic world with the zoo panel, and on the
+toy world of test_runner.py); worker processes killed with SIGKILL from outside at seeded random
+points of a world run, and model actors that kill themselves, are restarted and their units
+retried, with nothing lost or duplicated; a unit that keeps failing lands in the failures table;
+a killed driver resumes from the store."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ import functools
 import hashlib
 import json
 import os
+import random
 import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -107,10 +111,129 @@ def _ray_cfg(cfg: RunConfig, **ray_options: object) -> RunConfig:
 QUIET = {"progress": False, "log": lambda _m: None}
 
 
+@pytest.fixture(scope="module")
+def demo_world(tmp_path_factory):
+    """A reduced demo world: 6 questions of the held-out seed, videos of 14-16 s."""
+    from tempcore.demo import HELD_OUT_SEED
+    from tempcore.world import generate_world
+
+    return generate_world(tmp_path_factory.mktemp("demo-world") / "world", 6, HELD_OUT_SEED, duration=(14.0, 16.0))
+
+
+def _demo_cfg(world, out: Path, members: tuple[str, ...] | None = None) -> RunConfig:
+    """The demo's run configuration (:func:`tempcore.demo.demo_config`: the world encoder, every
+    demo condition incl. the rotations and the oracle) over ``world``, with its own cache (frames
+    are scored where the run runs), restricted to the zoo ``members`` when given."""
+    from tempcore.demo import demo_config
+
+    cfg = demo_config(world, out, oracle_windows=2, cache=out / "cache")
+    if members is not None:
+        cfg = dataclasses.replace(cfg, models=tuple(m for m in cfg.models if (m.get("name") or m["model"]) in members))
+        assert len(cfg.models) == len(members), cfg.models
+    return cfg
+
+
+def _worker_pids() -> dict[int, str]:
+    """The Ray worker processes holding tempcore's actors (``ray::_Worker...``) among this
+    process's descendants (the local Ray's raylet is a child of this driver): pid -> title."""
+    children: dict[int, list[int]] = {}
+    titles: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            titles[int(entry.name)] = (entry / "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = {}, [os.getpid()]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            todo.append(child)
+            if titles.get(child, "").startswith("ray::_Worker"):
+                found[child] = titles[child]
+    return found
+
+
+@pytest.mark.timeout(600)
+def test_a_demo_world_run_on_ray_stores_exactly_the_predictions_of_a_local_run(demo_world, tmp_path, local_ray):
+    """The demo's configuration (the shipped world encoder scoring every frame, the five zoo
+    members and the tiny Idefics3, maxprob / minprob / noframe in every rotation, uniform, random,
+    the oracle) over a reduced world: the Ray run (frames scored by the frame actor into its own
+    cache, two replicas for one model) stores exactly the local run's rows, every column but the
+    timing."""
+    a = run(_demo_cfg(demo_world, tmp_path / "local"), **QUIET)
+    cfg = _demo_cfg(demo_world, tmp_path / "ray")
+    assert any(m["backend"] == "hf" for m in cfg.models) and sum(m["backend"] == "zoo" for m in cfg.models) == 5
+    b = run(_ray_cfg(cfg, models={"zoo-mean": {"replicas": 2}}), **QUIET)
+    expected, got = _rows(tmp_path / "local" / "run" / "store.sqlite"), _rows(tmp_path / "ray" / "run" / "store.sqlite")
+    n_models = len(cfg.models)
+    assert len(expected) == sum(m.done for m in a.models) and len(expected) >= 6 * 10 * n_models
+    assert got == expected
+    assert [(m.model, m.done, m.failed, m.correct, m.parse_failures) for m in b.models] == \
+        [(m.model, m.done, m.failed, m.correct, m.parse_failures) for m in a.models]
+
+
+@pytest.mark.timeout(600)
+def test_worker_processes_killed_with_sigkill_at_random_points_lose_and_duplicate_nothing(
+        demo_world, tmp_path, local_ray):
+    """A world run on Ray while this test SIGKILLs a tempcore worker process (found among this
+    driver's descendants, the frame actor or a model actor, whichever lives) at each of four
+    seeded random points of the run (store row counts); Ray restarts the worker, the call it was
+    running is retried (a restarted worker loads its model again), and the store ends with exactly
+    the local run's rows: none lost, none twice, no failure."""
+    members = ("zoo-mean", "zoo-attn", "zoo-order")
+    run(_demo_cfg(demo_world, tmp_path / "local", members), **QUIET)
+    expected = _rows(tmp_path / "local" / "run" / "store.sqlite")
+    total = len(expected)
+    rng = random.Random(1717)
+    points = sorted([0, *rng.sample(range(1, total - total // 6), 3)])  # one before the first answer
+    store_path = tmp_path / "ray" / "run" / "store.sqlite"
+    cfg = _ray_cfg(_demo_cfg(demo_world, tmp_path / "ray", members), max_restarts=4, max_task_retries=4)
+    outcome: dict[str, object] = {}
+
+    def driver() -> None:
+        try:
+            outcome["summary"] = run(cfg, **QUIET)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=driver, daemon=True)
+    thread.start()
+    killed: list[tuple[int, int, str]] = []  # (rows stored at the kill, pid, process title)
+    deadline = time.time() + 400
+    while thread.is_alive() and len(killed) < len(points) and time.time() < deadline:
+        rows = count_rows(store_path)
+        pids = _worker_pids()
+        if rows >= points[len(killed)] and pids:
+            pid = rng.choice(sorted(pids))
+            os.kill(pid, signal.SIGKILL)
+            killed.append((rows, pid, pids[pid]))
+            while pid in _worker_pids():  # gone before the next point is looked for
+                time.sleep(0.01)
+        time.sleep(0.01)
+    thread.join(timeout=max(1.0, deadline - time.time()))
+    assert not thread.is_alive(), "the Ray run did not finish after the kills"
+    assert "error" not in outcome, f"the run failed: {outcome.get('error')!r}; kills: {killed}"
+    assert len(killed) == len(points), f"only {len(killed)} of {len(points)} kills landed mid-run: {killed}"
+    assert all(rows < total for rows, _pid, _title in killed), killed
+    assert len({pid for _rows, pid, _title in killed}) == len(killed)  # four different processes died
+    got = _rows(store_path)
+    assert got == expected, f"lost {len(set(expected) - set(got))}, extra {len(set(got) - set(expected))}"
+    with RunStore.open(store_path) as store:
+        assert store.failures() == [] and store.counts().predictions == total
+    summary = outcome["summary"]
+    assert sum(m.done for m in summary.models) == total and all(m.failed == 0 for m in summary.models)
+
+
 def test_ray_run_stores_exactly_the_predictions_of_a_local_run(world, tmp_path, local_ray):
     conds = [{"strategy": "maxprob", "mode": "qa"}, {"strategy": "uniform"}, {"strategy": "noframe"}]
-    local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=2))
-    remote = load_config(write_config(world, tmp_path / "ray", conditions=conds, request_batch=2))
+    # one request per call: a batched model's greedy answers depend on the batch's composition
+    # (padding numerics), and the local executor forms its batches across samples while a Ray
+    # actor batches within its unit; one per call, the rows of both must be the same
+    local = load_config(write_config(world, tmp_path / "local", conditions=conds, request_batch=1))
+    remote = load_config(write_config(world, tmp_path / "ray", conditions=conds, request_batch=1))
     a = run(local, **QUIET)
     b = run(_ray_cfg(remote, models={"tiny-qwen": {"replicas": 2}}), **QUIET)
     expected, got = _rows(tmp_path / "local" / "store.sqlite"), _rows(tmp_path / "ray" / "store.sqlite")

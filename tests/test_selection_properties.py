@@ -75,7 +75,10 @@ def test_minprob_is_maxprob_of_negated_scores(video):
 
 
 @SETTINGS
-@given(videos(), st.sampled_from(sorted(set(STRATEGIES) - {"oracle", "noframe", "textonly"})), st.integers(0, 3))
+# the grounding crops (gtcrop, retrieve_ground) show only frames inside their spans, fewer than K when
+# the spans hold fewer (and gtcrop needs the ground truth): tests/test_grounding_crops.py
+@given(videos(), st.sampled_from(sorted(set(STRATEGIES) - {"oracle", "noframe", "textonly", "gtcrop",
+                                                           "retrieve_ground"})), st.integers(0, 3))
 def test_every_strategy_returns_distinct_real_frames(video, name, seed):
     t, s, k = video
     fs = STRATEGIES[name](t, s, k, seed=seed, sample_id="p")

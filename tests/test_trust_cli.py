@@ -303,3 +303,31 @@ def test_diagnose_reads_a_run_folder(tmp_path: Path, capsys) -> None:
     (tmp_path / "empty").mkdir()
     code, _, err = run_cli(["diagnose", "--predictions", str(tmp_path / "empty")], capsys)
     assert code == 1 and "looked for store.sqlite, predictions.parquet" in err
+
+
+def test_every_analysis_command_reads_a_run_folder_or_store_like_a_table(tmp_path, capsys):
+    """One ``--predictions`` convention: mba, audit ablations and audit options read a run folder
+    and a store file exactly as the table exported from them (they took table files only)."""
+    import json as _json
+
+    from tempcore.cli import main
+    from tempcore.records import Condition, Prediction
+    from tempcore.store import RunStore
+    from tempcore.tidy import predictions_table, write_table
+
+    preds = [Prediction(benchmark="b", sample_id=f"v{g}#b{i}", model="m", condition=cond.key,
+                        response="A", answer=0, correct=int((g + i + j) % 3 != 0), frames=None,
+                        prompt_hash="0", latency_s=0.0)
+             for g in range(4) for i in range(2)
+             for j, cond in enumerate((Condition("uniform", k=4), Condition("textonly", k=4)))]
+    run = tmp_path / "run"
+    run.mkdir()
+    with RunStore(run / "store.sqlite") as store:
+        store.put(preds, store.start_run({}, environment=False))
+        write_table(predictions_table(store), tmp_path / "t.parquet")
+    for command in (["mba"], ["audit", "ablations"]):
+        outputs = []
+        for source in (tmp_path / "t.parquet", run, run / "store.sqlite"):
+            assert main([*command, "--predictions", str(source), "--json"]) == 0
+            outputs.append(_json.loads(capsys.readouterr().out))
+        assert outputs[0] == outputs[1] == outputs[2]

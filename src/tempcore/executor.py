@@ -8,9 +8,12 @@ run store; an :class:`Executor` does the two heavy steps:
    or, with no score-based condition, the probed timestamps alone;
 2. :meth:`Executor.answer`: for each :class:`ModelJob` (one model entry and the work items it has
    not answered yet), load the model once, decode the frames the items show (one pass per
-   :func:`tempcore.planning.answer_units` unit), answer in batches of ``request_batch``, turn each
-   response into a Prediction or a Failure (:func:`to_prediction`) and commit it to the store
-   (:func:`commit`). Failed calls go to the failures table, never into predictions.
+   :func:`tempcore.planning.answer_units` unit), answer them as one bounded stream of requests
+   across samples and conditions (:func:`answer_stream`: ``concurrency`` x 2 requests outstanding
+   for the HTTP backend, batches of ``request_batch`` formed across samples for batched local
+   models), turn each response into a Prediction or a Failure (:func:`to_prediction`) and commit
+   the results to the store as they complete (:func:`commit`). Failed calls go to the failures
+   table, never into predictions.
 
 :class:`LocalExecutor` does both in this process, one model after the other. The Ray executor
 (:mod:`tempcore.ray_executor`) runs the same functions (:func:`frame_events`, :func:`answer_unit`)
@@ -19,10 +22,12 @@ in Ray actors and commits on the driver, so both store the same rows.
 
 from __future__ import annotations
 
+import queue
 import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,6 +52,7 @@ __all__ = [
     "GREY",
     "Answered",
     "AnswerSettings",
+    "ConcurrentModel",
     "EncoderIdentity",
     "Executor",
     "Identity",
@@ -56,11 +62,16 @@ __all__ = [
     "ModelSummary",
     "Probe",
     "ProbeFailure",
+    "Prepared",
     "answer_items",
+    "answer_stream",
     "answer_unit",
     "collect_timelines",
     "commit",
     "frame_events",
+    "prepare_unit",
+    "default_decoders",
+    "stream_window",
     "to_prediction",
 ]
 
@@ -359,7 +370,8 @@ def _request(item: WorkItem, frames: Mapping[int, np.ndarray], template: str, no
     if _grounding(item):  # "when does it happen?": duration and frame times relative to the shown span
         from tempcore.grounding.answer import grounding_prompt
 
-        prompt = grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps)
+        prompt = grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps,
+                                  spans=item.spans)
     else:
         prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
     return ModelRequest(images=images, prompt=prompt, options=item.options, timestamps=timestamps,
@@ -413,7 +425,7 @@ def _grounding_prediction(
     item: WorkItem, model: str, request: ModelRequest, text: str, latency_s: float, method: str, identity: Identity,
 ) -> Prediction:
     """A grounding response as a Prediction: ``[start, end]`` parsed, mapped back to absolute video
-    time (:func:`tempcore.grounding.answer.crop_of`), scored against the sample's windows;
+    time (:func:`tempcore.grounding.answer.crop_of`; a crop condition's spans), scored against the sample's windows;
     ``correct`` = IoU >= 0.5; a response without an interval is a parse failure (never an answer)."""
     from tempcore.grounding.answer import crop_of, score_grounding_response
     from tempcore.prompts import prompt_hash
@@ -421,7 +433,11 @@ def _grounding_prediction(
 
     s = item.sample
     offset, duration = crop_of(s, item.n_frames, item.condition.fps)
-    got = score_grounding_response(text, s.answer_windows, duration=duration, offset=offset)
+    if item.spans:  # a crop condition (tempcore.grounding.crops): times on the concatenated spans
+        from tempcore.grounding.crops import shown_duration
+
+        duration = shown_duration(item.spans)
+    got = score_grounding_response(text, s.answer_windows, duration=duration, offset=offset, spans=item.spans)
     return Prediction(
         benchmark=s.benchmark, sample_id=s.sample_id, model=model, condition=item.condition.key,
         response=text, answer=None, correct=int(got.iou is not None and got.iou >= GROUNDING_CORRECT_IOU),
@@ -443,6 +459,82 @@ class Answered:
     asked: bool = True
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """One request ready to send: the work item (for visual options: with the frames it shows),
+    the request built for it and the answer method it is asked with."""
+
+    item: WorkItem
+    request: ModelRequest
+    method: str
+
+
+def _own(frames: Mapping[int, np.ndarray]) -> dict[int, np.ndarray]:
+    """The frames as arrays of their own: a frame that is a view into a decoded batch is copied, so
+    a request held in a stream keeps only the frames it shows alive, not its unit's whole batch."""
+    return {i: (f.copy() if f.base is not None else f) for i, f in frames.items()}
+
+
+def prepare_unit(
+    model_name: str,
+    unit: Sequence[WorkItem],
+    *,
+    video_root: str | None,
+    method: str = "generate",
+    template: str = "default",
+    noframe_size: int = 384,
+) -> Iterator[Prepared | Answered]:
+    """The requests of one unit (items of one sample whose frames fit in memory together), in
+    item order within each kind: visual-option items first (their requests are built from their
+    own metadata, :func:`tempcore.visual.run.visual_request`), then the others (asked with
+    ``method``), then grounding items (always generated, parsed as ``[start, end]``).
+
+    The unit's frames are decoded in one pass. Frames that fail to decode fail only the items that
+    show them (each a Failure ``frames: ...``, yielded as an :class:`Answered` with
+    ``asked=False``, without a model call); a visual item whose request cannot be built is a
+    Failure ``visual options: ...`` the same way. The no-frame items of the unit are still asked."""
+    from tempcore.visual.run import VISUAL_STRATEGY, visual_request
+
+    visual = [it for it in unit if it.condition.strategy == VISUAL_STRATEGY]
+    for it in visual:
+        try:
+            req, shown = visual_request(it, video_root)
+        except (TempcoreError, OSError, KeyError, ValueError) as exc:
+            fail = Failure(it.sample.benchmark, it.sample.sample_id, model_name, it.condition.key,
+                           f"visual options: {exc}")
+            yield Answered((it,), (fail,), asked=False)
+            continue
+        yield Prepared(shown, req, method)
+    todo = [it for it in unit if it.condition.strategy != VISUAL_STRATEGY]
+    framed = [it for it in todo if not it.frames.grey and it.frames.indices]
+    frames: dict[int, np.ndarray] = {}
+    if framed:
+        try:
+            frames = _own(_load_frames(framed, video_root))
+        except TempcoreError as exc:
+            fails = tuple(Failure(it.sample.benchmark, it.sample.sample_id, model_name, it.condition.key,
+                                  f"frames: {exc}") for it in framed)
+            yield Answered(tuple(framed), fails, asked=False)
+            failed_ids = {id(it) for it in framed}
+            todo = [it for it in todo if id(it) not in failed_ids]
+    # grounding items have no options to score: they are always generated (and parsed as [start, end])
+    for it in [it for it in todo if not _grounding(it)]:
+        yield Prepared(it, _request(it, frames, template, noframe_size), method)
+    for it in [it for it in todo if _grounding(it)]:
+        yield Prepared(it, _request(it, frames, template, noframe_size), "generate")
+
+
+def _ask(model: Model, batch: Sequence[Prepared], identity: Identity | None) -> Answered:
+    """One ``model.answer`` call for ``batch`` (one method), as results in batch order."""
+    how = batch[0].method
+    requests = [p.request for p in batch]
+    responses = model.answer(requests, method=how)
+    if len(responses) != len(requests):
+        raise RunError(f"model {model.name} returned {len(responses)} responses for {len(requests)} requests")
+    return Answered(tuple(p.item for p in batch), tuple(to_prediction(p.item, model.name, p.request, resp, how, identity)
+                                                       for p, resp in zip(batch, responses)))
+
+
 def answer_unit(
     model: Model,
     unit: Sequence[WorkItem],
@@ -454,42 +546,229 @@ def answer_unit(
     request_batch: int = 32,
     identity: Identity | None = None,
 ) -> Iterator[Answered]:
-    """Answer one unit (items of one sample whose frames fit in memory together): decode its
-    frames in one pass, ask ``model`` in batches of ``request_batch``, yield each batch's results.
+    """Answer one unit on its own (the Ray executor's step): its requests
+    (:func:`prepare_unit`), asked in batches of ``request_batch`` per method, each batch's results
+    yielded. A model that returns a different number of responses than requests raises
+    :class:`RunError`."""
+    step = max(request_batch, 1)
+    groups: dict[str, list[Prepared]] = {}
+    for p in prepare_unit(model.name, unit, video_root=video_root, method=method, template=template,
+                          noframe_size=noframe_size):
+        if isinstance(p, Answered):
+            yield p
+        else:
+            groups.setdefault(p.method, []).append(p)
+    for group in groups.values():
+        for start in range(0, len(group), step):
+            yield _ask(model, group[start:start + step], identity)
 
-    Frames that fail to decode fail only the items that show them (each a Failure ``frames: ...``,
-    without a model call); the no-frame items of the unit are still answered. A model that returns
-    a different number of responses than requests raises :class:`RunError`."""
-    from tempcore.visual.run import VISUAL_STRATEGY, answer_visual
 
-    visual = [it for it in unit if it.condition.strategy == VISUAL_STRATEGY]
-    if visual:  # visual-option samples build their own requests (tempcore.visual.run)
-        yield from answer_visual(model, visual, video_root=video_root, method=method,
-                                 request_batch=request_batch, identity=identity)
-        unit = [it for it in unit if it.condition.strategy != VISUAL_STRATEGY]
-    framed = [it for it in unit if not it.frames.grey and it.frames.indices]
-    frames: dict[int, np.ndarray] = {}
-    todo = list(unit)
-    if framed:
+class ConcurrentModel(Protocol):
+    """A model that takes requests one at a time and answers them concurrently (the HTTP client,
+    :class:`tempcore.models.openai_http.OpenAIChatModel`): ``submit`` returns at once with a future
+    of the response; at most ``concurrency`` requests are in flight inside the model."""
+
+    name: str
+    concurrency: int
+
+    def submit(self, request: ModelRequest, *, method: str = "generate") -> Future[ModelResponse]: ...
+
+
+def stream_window(model: Model) -> int | None:
+    """How many submitted requests the stream keeps outstanding for a concurrent model
+    (``2 x concurrency``: the ``concurrency`` in flight and as many queued inside the model, so a
+    slot that frees is refilled at once, also while the runner decodes the next sample's frames);
+    ``None`` for a model that has no ``submit`` (answered in batches)."""
+    submit = getattr(model, "submit", None)
+    concurrency = getattr(model, "concurrency", None)
+    if not callable(submit) or not isinstance(concurrency, int) or concurrency < 1:
+        return None
+    return 2 * concurrency
+
+
+def answer_stream(
+    model: Model,
+    units: Iterable[Sequence[WorkItem]],
+    *,
+    video_root_of: Mapping[str, str | None],
+    method: str = "generate",
+    template: str = "default",
+    noframe_size: int = 384,
+    request_batch: int = 32,
+    identity: Identity | None = None,
+    decoders: int | None = None,
+) -> Iterator[Answered]:
+    """Answer the items of ``units`` as one bounded stream of requests across samples and
+    conditions, yielding results as they complete (so the caller commits them as they come).
+
+    * A concurrent model (one with ``submit`` and ``concurrency``: the HTTP backend) gets up to
+      :func:`stream_window` requests outstanding at any time, whatever sample or condition they
+      belong to: a slow request (a timeout, a backoff chain) holds its own slot only, and the
+      next requests, of this sample or the next ones, fill the others. Completed results are
+      yielded together (one commit) once ``window // 2`` have gathered or the oldest has waited
+      :data:`FLUSH_S` (0.25 s), in completion order.
+    * Any other model (batched local models: ``hf``, ``hf-text``, ``vllm``, the world's zoo) is
+      called with batches of ``request_batch`` requests of one method formed across samples (a
+      sample's last few requests wait for the next sample's, rather than being sent short); the
+      model splits a call into its own ``batch_size``. The last partial batch of each method is
+      sent at the end.
+
+    Frames are decoded one unit at a time (:func:`prepare_unit`), ahead of the answers, and each
+    request keeps only the frames it shows, so at most ``request_batch`` (batched) or the window
+    (concurrent) requests' frames are held at once, besides the units being decoded. Units are
+    decoded ahead of the answers by ``decoders`` threads (default: up to 4, no more than the
+    machine's cores), at most ``decoders + 1`` units ahead (each within ``max_frames_in_memory``)
+    and handed on in unit order, so the
+    decoding of the next samples overlaps the model's work (the decoder releases the GIL).
+    Results do not depend on the order in which answers complete: every result is keyed by its item."""
+    def prepare(unit: Sequence[WorkItem]) -> list[Prepared | Answered]:
+        return list(prepare_unit(model.name, unit, video_root=video_root_of.get(unit[0].sample.benchmark),
+                                 method=method, template=template, noframe_size=noframe_size))
+
+    prepared = (p for ready in _ahead(prepare, units, decoders or default_decoders()) for p in ready)
+    window = stream_window(model)
+    if window is None:
+        yield from _stream_batched(model, prepared, max(request_batch, 1), identity)
+    else:
+        yield from _stream_concurrent(model, prepared, window, identity)  # type: ignore[arg-type]
+
+
+def default_decoders() -> int:
+    """Decoding threads of a stream: the machine's cores, at most 4 (at least 1)."""
+    import os
+
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _ahead(
+    work: Callable[[Sequence[WorkItem]], list[Prepared | Answered]], units: Iterable[Sequence[WorkItem]], threads: int,
+) -> Iterator[list[Prepared | Answered]]:
+    """``work(unit)`` for each unit, run by ``threads`` threads at most ``threads + 1`` units ahead
+    of the consumer, yielded in unit order (an exception is raised when its unit's turn comes)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    todo = iter(units)
+    pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="tempcore-decode")
+    ahead: list[Future[list[Prepared | Answered]]] = []
+    try:
+        for unit in todo:
+            ahead.append(pool.submit(work, unit))
+            if len(ahead) > max(1, threads):
+                break
+        while ahead:
+            ready = ahead.pop(0).result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                ahead.append(pool.submit(work, nxt))
+            yield ready
+    finally:
+        for fut in ahead:
+            fut.cancel()
+        pool.shutdown(wait=True)
+
+
+def _stream_batched(
+    model: Model, prepared: Iterable[Prepared | Answered], size: int, identity: Identity | None,
+) -> Iterator[Answered]:
+    pending: dict[str, list[Prepared]] = {}
+    for p in prepared:
+        if isinstance(p, Answered):
+            yield p
+            continue
+        group = pending.setdefault(p.method, [])
+        group.append(p)
+        if len(group) >= size:
+            yield _ask(model, group, identity)
+            pending[p.method] = []
+    for group in pending.values():
+        if group:
+            yield _ask(model, group, identity)
+
+
+#: a concurrent stream hands on (commits) its completed results at least this often (seconds)
+FLUSH_S = 0.25
+
+
+def _stream_concurrent(
+    model: ConcurrentModel, prepared: Iterable[Prepared | Answered], window: int, identity: Identity | None,
+) -> Iterator[Answered]:
+    """The concurrent stream: submit while fewer than ``window`` are outstanding; completed results
+    are collected as they come and handed on together (one commit) once ``window // 2`` have
+    gathered or the oldest has waited :data:`FLUSH_S` (a commit per answer would cost the run a
+    store transaction per request), and at the end."""
+    done: queue.SimpleQueue[Future[ModelResponse]] = queue.SimpleQueue()
+    outstanding: dict[Future[ModelResponse], Prepared] = {}
+    items: list[WorkItem] = []
+    results: list[Prediction | Failure] = []
+    oldest = 0.0
+    flush_n = max(1, window // 2)
+
+    def take(fut: Future[ModelResponse]) -> None:
+        nonlocal oldest
+        p = outstanding.pop(fut)
         try:
-            frames = _load_frames(framed, video_root)
-        except TempcoreError as exc:
-            fails = tuple(Failure(it.sample.benchmark, it.sample.sample_id, model.name, it.condition.key,
-                                  f"frames: {exc}") for it in framed)
-            yield Answered(tuple(framed), fails, asked=False)
-            failed_ids = {id(it) for it in framed}
-            todo = [it for it in todo if id(it) not in failed_ids]
-    # grounding items have no options to score: they are always generated (and parsed as [start, end])
-    kinds = [(method, [it for it in todo if not _grounding(it)]), ("generate", [it for it in todo if _grounding(it)])]
-    for how, group in kinds:
-        for start in range(0, len(group), max(request_batch, 1)):
-            batch = group[start:start + max(request_batch, 1)]
-            requests = [_request(it, frames, template, noframe_size) for it in batch]
-            responses = model.answer(requests, method=how)
-            if len(responses) != len(requests):
-                raise RunError(f"model {model.name} returned {len(responses)} responses for {len(requests)} requests")
-            yield Answered(tuple(batch), tuple(to_prediction(it, model.name, req, resp, how, identity)
-                                               for it, req, resp in zip(batch, requests, responses)))
+            response = fut.result()
+        except Exception as exc:  # noqa: BLE001 - a broken call fails its own item, never the run
+            from tempcore.models import ModelResponse
+
+            response = ModelResponse.failure(f"unexpected {type(exc).__name__}: {exc}", attempts=0)
+        if not items:
+            oldest = time.monotonic()
+        items.append(p.item)
+        results.append(to_prediction(p.item, model.name, p.request, response, p.method, identity))
+
+    def collect(block: bool) -> None:
+        """Take the completed results; with ``block``, first wait for one (at most until the
+        oldest collected result is due)."""
+        try:
+            if not block:
+                first = done.get_nowait()
+            elif items:
+                first = done.get(timeout=max(0.0, FLUSH_S - (time.monotonic() - oldest)))
+            else:
+                first = done.get()
+        except queue.Empty:
+            return
+        take(first)
+        while True:
+            try:
+                take(done.get_nowait())
+            except queue.Empty:
+                return
+
+    def due(final: bool = False) -> bool:
+        return bool(items) and (final or len(items) >= flush_n or time.monotonic() - oldest >= FLUSH_S)
+
+    def flush() -> Answered:
+        out = Answered(tuple(items), tuple(results))
+        items.clear()
+        results.clear()
+        return out
+
+    try:
+        for p in prepared:
+            if isinstance(p, Answered):
+                yield p
+                continue
+            while len(outstanding) >= window:
+                collect(block=True)
+                if due():
+                    yield flush()
+            fut = model.submit(p.request, method=p.method)
+            outstanding[fut] = p
+            fut.add_done_callback(done.put)
+            collect(block=False)
+            if due():
+                yield flush()
+        while outstanding:
+            collect(block=True)
+            if due():
+                yield flush()
+        if due(final=True):
+            yield flush()
+    finally:  # stopped early (an error, a closed generator): nothing is left running in the model
+        for fut in outstanding:
+            fut.cancel()
 
 
 def commit(
@@ -574,7 +853,8 @@ def answer_items(
     identity: Identity | None = None,
     replace: set[Key] | frozenset[Key] = frozenset(),
 ) -> ModelSummary:
-    """Answer ``items`` with ``model`` in this process and commit each batch to ``store``.
+    """Answer ``items`` with ``model`` in this process (:func:`answer_stream`) and commit the
+    results to ``store`` as they complete.
 
     Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
     every other key keeps the first write (a key another writer stored meanwhile counts as
@@ -584,21 +864,21 @@ def answer_items(
     summary = summary or ModelSummary(model.name)
     shown = Progress(len(items), model.name, progress)
     started = time.perf_counter()
-    for unit in answer_units(items, max_frames_in_memory):
-        bench = unit[0].sample.benchmark
-        for answered in answer_unit(model, unit, video_root=video_root_of.get(bench), method=method,
-                                    template=template, noframe_size=noframe_size, request_batch=request_batch,
-                                    identity=identity):
-            commit(store, run_id, answered, summary, replace)
-            shown.update(answered)
+    for answered in answer_stream(model, answer_units(items, max_frames_in_memory), video_root_of=video_root_of,
+                                  method=method, template=template, noframe_size=noframe_size,
+                                  request_batch=request_batch, identity=identity):
+        commit(store, run_id, answered, summary, replace)
+        shown.update(answered)
     shown.close()
     summary.seconds += time.perf_counter() - started
     return summary
 
 
 def load_quietly(factory: ModelFactory, spec: ModelSpec, progress: bool) -> Model:
-    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too."""
-    if progress:
+    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too (not
+    for a served model, ``backend: openai``, which loads no weights: importing transformers only to
+    silence its bars would cost seconds)."""
+    if progress or spec.backend == "openai":
         return factory(spec)
     from tempcore.encoders.hf import progress_bars
 

@@ -76,6 +76,9 @@ class WorkItem:
     sample_hash: str = ""
     n_frames: int | None = None
     damage: str | None = None
+    #: grounding crops (:mod:`tempcore.grounding.crops`): the spans of the video shown, in time order,
+    #: on one concatenated timeline (the prompt's duration and times; answers map back); None: as is
+    spans: tuple[tuple[float, float], ...] | None = None
 
     @property
     def key_suffix(self) -> tuple[str, str, str]:
@@ -215,8 +218,11 @@ def plan_items(
     A grounding sample (:func:`tempcore.grounding.baseline.is_grounding`: windows, no options) is
     shown to the models under every condition but two: ``qa``-mode conditions (a grounding sample
     has no answer text to score frames with) and ``retrieval`` (the baseline answers it without a
-    model: :func:`tempcore.grounding.baseline.baseline_predictions`)."""
+    model: :func:`tempcore.grounding.baseline.baseline_predictions`). The crop conditions
+    (``retrieve_ground``, ``gtcrop``: :mod:`tempcore.grounding.crops`) are shown to grounding samples
+    only, their items carrying the spans shown."""
     from tempcore.grounding.baseline import RETRIEVAL_STRATEGY, is_grounding
+    from tempcore.grounding.crops import CROP_STRATEGIES, crop_pairs
 
     conds = [(e, e.condition(cfg)) for e in cfg.conditions]
     items: list[WorkItem] = []
@@ -229,6 +235,12 @@ def plan_items(
             if grounding and (base.mode == "qa" or base.strategy == RETRIEVAL_STRATEGY):
                 continue
             ts, scores = (tl.timestamps, tl.scores) if tl is not None else (None, {})
+            if base.strategy in CROP_STRATEGIES:  # grounding crops: frames from spans of the video
+                if grounding and tl is not None:
+                    items.extend(WorkItem(sample, cond, fs, (), (), sample_hash=sample_hashes[sample.sample_id],
+                                          n_frames=int(len(tl.timestamps)), damage=tl.damage, spans=spans)
+                                 for cond, fs, spans in crop_pairs(entry, base, sample, tl.timestamps, tl.scores))
+                continue
             for cond, fs in expand_condition(entry, base, sample, ts, scores):
                 rotated, perm = _rotate(sample.options, cond.rotation)
                 items.append(WorkItem(

@@ -38,6 +38,17 @@ Models run one after the other by default (one model's actors hold their GPUs at
 local run holds one model in memory); ``concurrent_models: true`` starts every model's actors at
 once (a cluster with room for all of them).
 
+Actors are worker processes the executor reuses (the choice): when a job ends its actors close
+their model and wait idle; the next job whose resources (``num_cpus``, ``num_gpus``) match takes
+them and loads its own model, so the frame actors become the first model's actors and each
+model's actors the next one's (with the defaults, one process serves the whole run). A model is
+still loaded once per actor; what is saved is a Ray worker start, its imports (torch, tempcore)
+and CUDA context per model — on the demo world that was most of the Ray run's overhead. Idle
+workers of another shape are stopped before new actors are started (their reservations would
+block them). Every call names what its worker must hold (the encoder, or a job's model), and a
+worker loads it when it does not hold it: a worker that Ray restarted after its process died
+holds nothing and loads again on its retried call.
+
 The embedding cache: frame actors read and write the run's ``cache`` folder themselves. On one
 machine that is the driver's cache; across machines give ``cache`` a path every node mounts
 (a shared filesystem). A node that cannot see the shared path keeps its own cache at the same
@@ -215,54 +226,95 @@ class RayOptions:
             raise RunError(f"ray.models names {unknown}, not models of this run (its models: {list(names)})")
 
 
-# --- actors (plain classes; wrapped by ray.remote when the executor starts) --------------------
+# --- the worker (a plain class; wrapped by ray.remote when the executor starts) ----------------
 
 
-class _FrameWorker:
-    """Holds the encoder (loaded once) and scores the videos sent to it."""
+def _release_memory() -> None:
+    """After a model or encoder is dropped on a GPU: collect it (tensors held in reference cycles)
+    and hand torch's cached GPU memory back. On CPU reference counting frees it (a full collection
+    per model, measured ~0.2 s on the loaded 2-core test machine, is not paid)."""
+    import gc
+    import sys
 
-    def __init__(self, encoder: Any, name: str | None, options: Mapping[str, Any], cache_root: str | None) -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+class _Worker:
+    """One Ray worker process: holds the encoder (frame scoring) or one model (answering), never
+    both, loading what a call names when it does not hold it yet.
+
+    The executor reuses a worker across jobs whose resources match (the frame actors become the
+    first model's actors, one model's actors the next model's): a model is still loaded once per
+    actor, but the process, its imports (torch, tempcore) and its CUDA context are paid once per
+    run rather than once per model. Loading on demand also makes Ray's restarts transparent: a
+    restarted actor (``__init__`` again, holding nothing) loads the model its retried call names."""
+
+    def __init__(self, cache_root: str | None) -> None:
         from tempcore.encoders.cache import EmbeddingCache
 
-        if encoder is None and name is not None:
-            from tempcore.encoders import load_encoder
-            from tempcore.encoders.hf import progress_bars
-
-            with progress_bars(False):
-                encoder = load_encoder(name, **dict(options))
-        self.encoder = encoder
         self.cache = EmbeddingCache(cache_root) if cache_root is not None else None
+        self.encoder: Any = None
+        self.model: Model | None = None
+        self.held: str | None = None  # the token of what is loaded: "encoder" or a model job's token
 
-    def identity(self) -> tuple[str, str] | None:
+    def pid(self) -> int:
+        import os
+
+        return os.getpid()
+
+    def release(self) -> None:
+        """Close the model / drop the encoder this worker holds."""
+        model, self.model, self.encoder, self.held = self.model, None, None, None
+        if model is not None:
+            model.close()
+        _release_memory()
+
+    def use_encoder(self, encoding: tuple[Any, str | None, Mapping[str, Any]]) -> tuple[str, str] | None:
+        """Hold the encoder (``encoding``: the encoder shipped by the driver, else its name and
+        options to load it); returns its name and fingerprint."""
+        encoder, name, options = encoding
+        if self.held != "encoder":
+            self.release()
+            if encoder is None and name is not None:
+                from tempcore.encoders import load_encoder
+                from tempcore.encoders.hf import progress_bars
+
+                with progress_bars(False):
+                    encoder = load_encoder(name, **dict(options))
+            self.encoder, self.held = encoder, "encoder"
         if self.encoder is None:
             return None
         return str(self.encoder.name), str(self.encoder.fingerprint)
 
     def events(
-        self, samples: list[Sample], modes: list[str], fps: float | None, video_root: str | None,
+        self, encoding: tuple[Any, str | None, Mapping[str, Any]] | None, samples: list[Sample], modes: list[str],
+        fps: float | None, video_root: str | None,
     ) -> list[Any]:
+        if encoding is not None:
+            self.use_encoder(encoding)
         return list(frame_events(samples, modes, fps=fps, encoder=self.encoder if modes else None,
                                  cache=self.cache, video_root=video_root))
 
-
-class _ModelWorker:
-    """Holds one model (loaded once) and answers the units sent to it."""
-
-    def __init__(self, spec: ModelSpec, factory: ModelFactory) -> None:
-        self.model: Model = load_quietly(factory, spec, False)
-
-    def ready(self) -> str:
+    def use_model(self, loading: tuple[str, ModelSpec, ModelFactory]) -> str:
+        """Hold the model of ``loading`` (a job's token, its spec and factory), loading it once;
+        returns its name."""
+        token, spec, factory = loading
+        if self.held != token or self.model is None:
+            self.release()
+            self.model, self.held = load_quietly(factory, spec, False), token
         return str(self.model.name)
 
     def answer(
-        self, unit: list[WorkItem], video_root: str | None, method: str, template: str, noframe_size: int,
-        request_batch: int, identity: Identity,
+        self, loading: tuple[str, ModelSpec, ModelFactory], unit: list[WorkItem], video_root: str | None,
+        method: str, template: str, noframe_size: int, request_batch: int, identity: Identity,
     ) -> list[Answered]:
+        self.use_model(loading)
+        assert self.model is not None
         return list(answer_unit(self.model, unit, video_root=video_root, method=method, template=template,
                                 noframe_size=noframe_size, request_batch=request_batch, identity=identity))
-
-    def close(self) -> None:
-        self.model.close()
 
 
 @dataclass(frozen=True)
@@ -301,6 +353,7 @@ class _Pool:
     queue: deque[tuple[list[WorkItem], int]]
     progress: Progress
     started: float
+    loading: Any  # an object ref of (token, spec, factory): what each call's worker must hold
     inflight: int = 0
 
 
@@ -315,6 +368,9 @@ class RayExecutor:
         self._ray: Any = None
         self._started_ray = False
         self._frame_actors: list[Any] = []
+        self._idle: list[tuple[tuple[float, float], Any]] = []  # (num_cpus, num_gpus), worker
+        self._encoding: Any = None  # an object ref of (encoder, name, options)
+        self._jobs = 0
         self._encoder: FrameTextEncoder | None = None
         self._encoder_name: str | None = None
         self._encoder_options: dict[str, Any] = {}
@@ -353,6 +409,13 @@ class RayExecutor:
         if self._ray is None:
             return
         self._kill_frame_actors()
+        try:  # close the models the idle workers may still hold (a model that fails to close is killed)
+            self._ray.get([actor.release.remote() for _shape, actor in self._idle], timeout=60)
+        except Exception:  # noqa: BLE001,S110 - stopping must not fail the run
+            pass
+        for _shape, actor in self._idle:
+            self._ray.kill(actor)
+        self._idle = []
         if self._started_ray:
             self._ray.shutdown()
             self._started_ray = False
@@ -375,25 +438,42 @@ class RayExecutor:
         self._cache_root = str(cfg.cache or default_cache_dir())
         if not (cfg.needs_encoder or encoder is not None):
             return None
-        actors = self._start_frame_actors(with_encoder=True)
+        actors = self._start_frame_actors()
+        self._encoding = self._ray.put((encoder, self._encoder_name, self._encoder_options))
         try:
-            got = self._ray.get(actors[0].identity.remote())
+            got = self._ray.get([a.use_encoder.remote(self._encoding) for a in actors])[0]
         except Exception as exc:
             raise RunError(f"encoder {cfg.encoder}: the frame actors could not load it: {_describe(exc)}") from exc
         return None if got is None else RemoteEncoder(*got)
 
-    def _start_frame_actors(self, *, with_encoder: bool) -> list[Any]:
-        if self._frame_actors:
-            return self._frame_actors
-        ray = self._ray
-        res = self.options.encoder
-        cls = ray.remote(_FrameWorker).options(
-            num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=self.options.max_restarts,
-            max_task_retries=self.options.max_task_retries)
-        shipped = ray.put(self._encoder) if self._encoder is not None else None
-        name = self._encoder_name if with_encoder else None
-        self._frame_actors = [cls.remote(shipped, name, self._encoder_options, self._cache_root)
-                              for _ in range(res.actors)]
+    # workers
+
+    def _workers(self, res: ActorResources, n: int) -> list[Any]:
+        """``n`` workers reserving ``res``: idle ones of the same shape first (their processes
+        reused), then new ones; idle workers of another shape are stopped first (their
+        reservations would keep the new ones from being placed)."""
+        shape = (res.num_cpus, res.num_gpus)
+        taken = [actor for s, actor in self._idle if s == shape][:n]
+        self._idle = [(s, actor) for s, actor in self._idle if all(actor is not t for t in taken)]
+        if len(taken) < n:
+            for _shape, actor in self._idle:
+                self._ray.kill(actor)
+            self._idle = []
+            cls = self._ray.remote(_Worker).options(
+                num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=self.options.max_restarts,
+                max_task_retries=self.options.max_task_retries)
+            taken += [cls.remote(self._cache_root) for _ in range(n - len(taken))]
+        return taken
+
+    def _park(self, res: ActorResources, actors: Sequence[Any]) -> None:
+        """Workers done with a job become idle (what they hold released), for the next job."""
+        for actor in actors:
+            actor.release.remote()  # runs before any later call on this actor
+            self._idle.append(((res.num_cpus, res.num_gpus), actor))
+
+    def _start_frame_actors(self) -> list[Any]:
+        if not self._frame_actors:
+            self._frame_actors = self._workers(self.options.encoder, self.options.encoder.actors)
         return self._frame_actors
 
     def _kill_frame_actors(self) -> None:
@@ -412,7 +492,8 @@ class RayExecutor:
         from tempcore.scoring import ScoreFailure
 
         ray = self._init()
-        actors = self._start_frame_actors(with_encoder=bool(modes))
+        actors = self._start_frame_actors()
+        encoding = self._encoding if modes else None
         by_video: dict[tuple[Any, ...], list[Sample]] = {}
         for s in samples:
             key = (str(resolve_video(s, video_root)), s.start, s.end, s.media)
@@ -441,7 +522,7 @@ class RayExecutor:
                 while queue and min(busy) < cap:
                     key, attempts = queue.popleft()
                     i = busy.index(min(busy))
-                    ref = actors[i].events.remote(groups[key], list(modes), cfg.fps, video_root)
+                    ref = actors[i].events.remote(encoding, groups[key], list(modes), cfg.fps, video_root)
                     inflight[ref] = (key, attempts, i)
                     busy[i] += 1
                 [ref], _ = ray.wait(list(inflight), num_returns=1)
@@ -466,21 +547,20 @@ class RayExecutor:
     def _start_pool(self, job: ModelJob, settings: AnswerSettings, factory: ModelFactory,
                     log: Callable[[str], None], progress: bool) -> _Pool:
         log(job.describe())
+        self._jobs += 1
+        loading = self._ray.put((f"{self._jobs}:{job.spec.display_name}", job.spec, factory))
         res = self.options.for_model(job.spec.display_name)
-        slots = [_Slot(a) for a in self._model_actors(job, factory, res.actors)]
+        slots = [_Slot(a) for a in self._model_actors(job, loading, res.actors)]
         units = answer_units(job.items, settings.max_frames_in_memory)
         return _Pool(job, slots, deque((u, 0) for u in units),
-                     Progress(len(job.items), job.spec.display_name, progress), time.perf_counter())
+                     Progress(len(job.items), job.spec.display_name, progress), time.perf_counter(), loading)
 
-    def _model_actors(self, job: ModelJob, factory: ModelFactory, n: int) -> list[Any]:
+    def _model_actors(self, job: ModelJob, loading: Any, n: int) -> list[Any]:
+        """``n`` workers holding the job's model (each loads it once)."""
         ray = self._ray
-        res = self.options.for_model(job.spec.display_name)
-        cls = ray.remote(_ModelWorker).options(
-            num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=self.options.max_restarts,
-            max_task_retries=self.options.max_task_retries)
-        actors = [cls.remote(job.spec, factory) for _ in range(n)]
+        actors = self._workers(self.options.for_model(job.spec.display_name), n)
         try:
-            ray.get([a.ready.remote() for a in actors])
+            ray.get([a.use_model.remote(loading) for a in actors])
         except Exception as exc:
             for a in actors:
                 ray.kill(a)
@@ -491,12 +571,9 @@ class RayExecutor:
         pool.progress.close()
         pool.job.summary.seconds += time.perf_counter() - pool.started
         for slot in pool.slots:
-            if slot.alive:
-                try:
-                    self._ray.get(slot.actor.close.remote(), timeout=60)
-                except Exception:  # noqa: BLE001 - a model that fails to close must not lose the run
-                    pass
-            self._ray.kill(slot.actor)
+            if not slot.alive:
+                self._ray.kill(slot.actor)
+        self._park(self.options.for_model(pool.job.spec.display_name), [s.actor for s in pool.slots if s.alive])
 
     def answer(
         self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
@@ -504,7 +581,8 @@ class RayExecutor:
     ) -> None:
         """Answer every job on model actors; commit each unit's results on arrival (this process)."""
         ray = self._init()
-        self._kill_frame_actors()  # their resources (GPUs) go to the models
+        self._park(self.options.encoder, self._frame_actors)  # their processes (or resources) go to the models
+        self._frame_actors = []
         waiting = deque(jobs)
         pools: list[_Pool] = []
         inflight: dict[Any, tuple[_Pool, _Slot, list[WorkItem], int]] = {}
@@ -519,7 +597,7 @@ class RayExecutor:
                 unit, attempts = pool.queue.popleft()
                 job = pool.job
                 ref = slot.actor.answer.remote(
-                    unit, settings.video_root_of.get(unit[0].sample.benchmark), job.method, job.template,
+                    pool.loading, unit, settings.video_root_of.get(unit[0].sample.benchmark), job.method, job.template,
                     settings.noframe_size, settings.request_batch, job.identity)
                 inflight[ref] = (pool, slot, unit, attempts)
                 slot.busy += 1
@@ -567,7 +645,7 @@ class RayExecutor:
         if isinstance(exc, ActorDiedError) and slot.alive:
             slot.alive = False
             log(f"  model {name}: an actor died for good ({_describe(exc)}); starting a new one")
-            pool.slots.append(_Slot(self._model_actors(pool.job, factory, 1)[0]))
+            pool.slots.append(_Slot(self._model_actors(pool.job, pool.loading, 1)[0]))
         if attempts + 1 < self.options.max_attempts:
             pool.queue.appendleft((unit, attempts + 1))
             return

@@ -761,6 +761,8 @@ def _dry_run(
         mc = [s for s in mc if not is_visual_sample(s)]
         with_video = [s for s in with_video if not is_visual_sample(s)]
         windows = 0
+        from tempcore.grounding.crops import CROP_STRATEGIES
+
         early_least = 0  # the fewest oracle window calls (early stop: one per (sample, rotation))
         oracle_lines: list[str] = []
         for entry in cfg.conditions:
@@ -770,6 +772,10 @@ def _dry_run(
                 from tempcore.grounding.baseline import is_grounding
 
                 pool = [s for s in pool if not is_grounding(s)]
+            if base.strategy in CROP_STRATEGIES:  # grounding crops: grounding samples only
+                from tempcore.grounding.baseline import is_grounding
+
+                pool = [s for s in pool if is_grounding(s)]
             label = base.strategy + ("" if base.mode == "none" else f"/{base.mode}")
             n = sum(len(entry.rotation_list(len(s.options))) for s in pool)
             if base.strategy == "oracle":

@@ -227,6 +227,16 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
         raise PredictionsTableError(f"{path}: not a readable {fmt} table: {exc}") from exc
 
 
+def read_table_file(path: str | os.PathLike[str], format: str | None = None) -> pa.Table:
+    """A CSV, Parquet or JSONL table read with the same guards as :func:`read_predictions` (UTF-8,
+    JSON depth, ``\n``-only lines, CSV null spellings) but without its column validation: for
+    tables of other shapes (grounding submissions, partial exports)."""
+    p = Path(path)
+    if not p.is_file():
+        raise PredictionsTableError(f"{p}: no such file" if not p.exists() else f"{p}: not a regular file")
+    return _read_raw(p, infer_format(p, format))
+
+
 def read_predictions(path: str | os.PathLike[str], format: str | None = None) -> pa.Table:
     """Read and validate a tidy predictions table from CSV, Parquet or JSONL (see :func:`validate_table`).
 

@@ -31,7 +31,7 @@ def add_ablations_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser
         "(the inferred conditional definition, symmetric, same option, Cohen's kappa); per-sample order "
         "sensitivity crossed with the FSS x LIS taxonomy.",
     )
-    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
+    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder")
     p.add_argument("--video", default="uniform", metavar="STRATEGY",
                    help="the video condition the ablations are compared with (default uniform)")
     p.add_argument("--by", metavar="FIELD",
@@ -64,7 +64,7 @@ def add_priors_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     p.add_argument("--benchmark", required=True, metavar="NAME", help="the benchmark format (e.g. tvbench)")
     p.add_argument("--annotations", required=True, type=Path, metavar="PATH", help="annotation file or folder")
-    p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table for the prediction prior")
+    p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table, run store or run folder for the prediction prior")
     p.add_argument("--by", default="task", metavar="FIELD", help="the sample field naming the task (default task)")
     p.add_argument("--max-examples", type=int, default=5, help="example ids per flag (default 5)")
     p.add_argument("--skip-invalid", action="store_true", help="skip invalid annotation rows")
@@ -89,13 +89,13 @@ def _filter_benchmark(table: Any, name: str | None) -> Any:
 
 
 def run_ablations(args: argparse.Namespace) -> int:
+    from tempcore.cli._common import read_predictions_arg
     from tempcore.diagnostics import DiagnosticsError
     from tempcore.diagnostics.ablations import audit_ablations
-    from tempcore.tidy import read_predictions
 
     if args.annotations is not None and args.benchmark is None:
         raise DiagnosticsError("--annotations needs --benchmark NAME (the loader that reads them)")
-    table = _filter_benchmark(read_predictions(args.predictions), args.benchmark)
+    table = _filter_benchmark(read_predictions_arg(Path(args.predictions)), args.benchmark)
     task_of = n_options_of = None
     if args.annotations is not None:
         from tempcore.benchmarks import load_benchmark
@@ -158,10 +158,10 @@ def run_priors(args: argparse.Namespace) -> int:
         "models": [],
     }
     if args.predictions is not None:
-        from tempcore.tidy import read_predictions
+        from tempcore.cli._common import read_predictions_arg
 
         names = sorted({s.benchmark for s in samples})
-        table = read_predictions(args.predictions)
+        table = read_predictions_arg(Path(args.predictions))
         if len(names) == 1:
             table = _filter_benchmark(table, names[0])
         result["models"] = prediction_priors(table, samples, field=args.by)

@@ -25,7 +25,7 @@ def register_options(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     p.add_argument("--benchmark", required=True, metavar="NAME", help="the benchmark's loader name")
     p.add_argument("--annotations", required=True, type=Path, metavar="PATH", help="its annotation file or folder")
-    p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table (CSV, Parquet or JSONL)")
+    p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder")
     p.add_argument("--task-field", metavar="FIELD", help="sample field of the per-task view (default: first of "
                    "task, task_type, question_type, category, type the samples have)")
     p.add_argument("--strategies", nargs="+", metavar="STRATEGY", help="only these strategies of the predictions")
@@ -48,9 +48,9 @@ def run_options(args: argparse.Namespace) -> int:
     geo = option_geometry(loaded.samples, args.task_field)
     out: dict[str, Any] = {"benchmarks": audit_options(geo, alternative=args.alternative), "models": []}
     if args.predictions is not None:
-        from tempcore.tidy import read_predictions
+        from tempcore.cli._common import read_predictions_arg
 
-        table = read_predictions(args.predictions)
+        table = read_predictions_arg(Path(args.predictions))
         out["models"] = centroid_picks(table, geo, benchmark=args.benchmark, models=args.models,
                                        strategies=args.strategies, alternative=args.alternative)
     if args.json:

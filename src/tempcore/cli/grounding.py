@@ -38,9 +38,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--fail-iou", type=float, default=0.05, help="split: a failure has IoU below this (0.05)")
     p.add_argument("--offset", type=float, default=300.0,
                    help="split: seconds beyond which a failure is a search failure (300 = 5 min)")
+    p.add_argument("--sweep", action="store_true",
+                   help="table: also accuracy vs the GT-centred crop width W per model (gtcrop conditions)")
+    p.add_argument("--candidates", action="store_true",
+                   help="table: also candidate recall@k of the retrieve_ground conditions' stored candidates "
+                   "(contained / overlap; needs annotations)")
     p.add_argument("--skip-invalid", action="store_true", help="skip invalid annotation rows (reported)")
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
-    p.add_argument("--json", action="store_true", help='print one JSON object {"groups": [...]}')
+    p.add_argument("--json", action="store_true",
+                   help='print one JSON object {"groups": [...]} (with --sweep / --candidates also "sweep" / '
+                   '"candidates": [...])')
     p.set_defaults(func=run)
 
 
@@ -76,9 +83,13 @@ def run(args: argparse.Namespace) -> int:
         samples = [s for s in loaded.samples if s.answer_windows]
         if not samples:
             raise GroundingInputError(f"{args.annotations}: no grounding samples (none has a ground-truth window)")
-    if not args.predictions.is_file():
+    stored = args.predictions.is_dir() or args.predictions.suffix.lower() in (".sqlite", ".sqlite3", ".db")
+    if not stored and not args.predictions.is_file():
         raise GroundingInputError(f"{args.predictions}: no such file")
-    if is_submission(args.predictions):
+    extra: dict[str, Any] = {}
+    if not stored and is_submission(args.predictions):
+        if args.sweep or args.candidates:
+            raise GroundingInputError("--sweep / --candidates read a predictions table, not a submission")
         if samples is None:
             raise GroundingInputError("a moment-retrieval submission needs --benchmark and --annotations")
         if args.split:
@@ -91,11 +102,27 @@ def run(args: argparse.Namespace) -> int:
             raise GroundingInputError("--bins needs a moment-retrieval submission (ranked windows)")
         # rows are restricted to the samples' benchmark name (a loader option may rename it)
         name = samples[0].benchmark if samples else args.benchmark
-        groups = table_groups(read_table(args.predictions), samples, benchmark=name,
+        if stored:  # a run folder or store, read like every analysis command reads it
+            from tempcore.cli._common import read_predictions_arg
+
+            table = read_predictions_arg(args.predictions)
+        else:
+            table = read_table(args.predictions)
+        groups = table_groups(table, samples, benchmark=name,
                               thresholds=args.thresholds, strict=args.strict, reversed=args.reversed,
                               split=args.split, fail_iou=args.fail_iou, offset_s=args.offset)
+        if args.sweep or args.candidates:
+            from tempcore.grounding.analysis import candidate_recall_rows, window_sweep
+
+            if args.sweep:
+                extra["sweep"] = window_sweep(table, samples, benchmark=name, thresholds=args.thresholds,
+                                              strict=args.strict)
+            if args.candidates:
+                if samples is None:
+                    raise GroundingInputError("--candidates needs --benchmark and --annotations (the GT windows)")
+                extra["candidates"] = candidate_recall_rows(table, samples, benchmark=name)
     if args.json:
-        json.dump({"groups": groups}, sys.stdout)
+        json.dump({"groups": groups, **extra}, sys.stdout)
         sys.stdout.write("\n")
         return 0
     op = ">" if args.strict else ">="
@@ -115,6 +142,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"  failures (IoU < {s['fail_iou']:g}): {s['n_failed']} ({s['parse_fail']} parse failures); "
                   f"search / localize at {s['offset_s']:g} s: centre-to-centre {s['centre']['search']} / "
                   f"{s['centre']['localize']}, nearest-edge {s['edge']['search']} / {s['edge']['localize']}")
+    if "sweep" in extra:
+        print("accuracy vs GT-centred window width W (gtcrop):" if extra["sweep"] else "no gtcrop predictions")
+        for r in extra["sweep"]:
+            rec = "  ".join(f"R@{k}={_fmt(v)}" for k, v in r["recall"].items())
+            print(f"  {r['model']}  W={r['window']}: n={r['n']}  mIoU={_fmt(r['miou'])}  {rec}  "
+                  f"parse_fail={_fmt(r['parse_fail'])}")
+    if "candidates" in extra:
+        print("candidate recall@k (retrieve_ground):" if extra["candidates"] else "no retrieve_ground candidates")
+        for r in extra["candidates"]:
+            cont = " ".join(f"@{k}={_fmt(v)}" for k, v in r["contained"].items())
+            over = " ".join(f"@{k}={_fmt(v)}" for k, v in r["overlap"].items())
+            print(f"  {r['condition']}: n={r['n']}  contained {cont}  overlap {over}")
     return 0
 
 

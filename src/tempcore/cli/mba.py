@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "(ids '{sample_id}#b{i}'), or --group-by FIELD. A group with a missing prediction is counted as "
         "incomplete and excluded (--incomplete present: score the questions present, as TemporalBench's script).",
     )
-    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL)")
+    p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder")
     p.add_argument("--benchmark", metavar="NAME", help="restrict to this benchmark (and load its annotations)")
     p.add_argument("--annotations", type=Path, metavar="PATH", help="the benchmark's annotation file or folder")
     p.add_argument("--group-by", metavar="FIELD", help="the group field: a predictions column or a sample field")
@@ -46,15 +46,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.cli._common import parse_key_values
+    from tempcore.cli._common import parse_key_values, read_predictions_arg
     from tempcore.diagnostics.mba import MBAError, mba_table
-    from tempcore.tidy import read_predictions
 
     if args.annotations is not None and args.benchmark is None:
         raise MBAError("--annotations needs --benchmark NAME (the loader that reads them)")
     if not 0.0 < args.confidence < 1.0:
         raise MBAError(f"--confidence must lie in (0, 1), not {args.confidence}")
-    table = read_predictions(args.predictions)
+    table = read_predictions_arg(Path(args.predictions))
     samples = None
     if args.annotations is not None:
         from tempcore.benchmarks import load_benchmark

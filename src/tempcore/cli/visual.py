@@ -62,7 +62,7 @@ def register(subparsers: Any) -> None:
     cmd.set_defaults(func=_cmd)
 
     score = sub.add_parser("score", help="accuracy, intervals, SDT, perplexity, errors by distractor, gaps")
-    score.add_argument("--predictions", required=True, type=Path, help="tidy predictions table")
+    score.add_argument("--predictions", required=True, type=Path, help="tidy predictions table, a run store (.sqlite) or a run folder")
     score.add_argument("--annotations", type=Path, action="append",
                        help="built annotations.jsonl (option provenance); repeat for several builds. "
                        "Default: annotations.jsonl beside the predictions")
@@ -112,7 +112,7 @@ def _cmd(args: argparse.Namespace) -> int:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from tempcore.tidy import read_predictions
+    from tempcore.cli._common import read_predictions_arg
     from tempcore.visual.scoring import VisualScoreError, samples_from_annotations, score_predictions
 
     paths = args.annotations or [args.predictions.parent / "annotations.jsonl"]
@@ -121,7 +121,7 @@ def _score(args: argparse.Namespace) -> int:
         if not Path(p).is_file():
             raise VisualScoreError(f"{p}: no such annotations file (pass --annotations DIR/annotations.jsonl)")
         samples.update(samples_from_annotations(p))
-    table = read_predictions(args.predictions)
+    table = read_predictions_arg(Path(args.predictions))
     result = score_predictions(table, samples, unit=args.unit, n_boot=args.n_boot, seed=args.seed,
                                correction=args.correction)
     if args.json:

@@ -151,6 +151,77 @@ def retrieval_prediction(
     )
 
 
+CANDIDATES_METHOD = "candidates"
+"""``answer_method`` of the retrieval stage's stored candidates (a ``retrieve_ground`` condition)."""
+
+
+def candidates_identity(variant: str | None, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What decides the stored candidate windows besides the scores (their ``model_fingerprint``)."""
+    from tempcore.grounding.crops import CANDIDATE_PARAMS, top_k_of
+
+    p = {**CANDIDATE_PARAMS, **(params or {})}
+    return {"model": RETRIEVAL_MODEL, "method": CANDIDATES_METHOD, "top_k": top_k_of(variant),
+            **{k: float(p[k]) for k in sorted(CANDIDATE_PARAMS)}}
+
+
+def candidates_prediction(
+    sample: Sample,
+    condition: Condition,
+    timestamps: Any,
+    scores: Any,
+    *,
+    params: Mapping[str, Any] | None = None,
+    sample_hash: str = "",
+    encoder_fingerprint: str | None = None,
+    n_frames: int | None = None,
+    damage: str | None = None,
+) -> Prediction:
+    """The retrieval stage of retrieve-then-ground, stored (no model is called) under the
+    ``retrieve_ground`` condition by the model :data:`RETRIEVAL_MODEL`, ``answer_method``
+    :data:`CANDIDATES_METHOD`: ``response`` is the JSON list ``[[start, end, peak_score], ...]`` of
+    the top-K candidate windows in rank order (:func:`tempcore.grounding.retrieval.candidate_windows`,
+    before their union; what candidate recall@K reads), ``pred_start`` / ``pred_end`` the first
+    candidate (the retrieval-alone answer at ± ``pad_s``), ``iou`` its best IoU."""
+    import json
+
+    from tempcore.diagnostics.grounding import best_iou
+    from tempcore.grounding.crops import CANDIDATE_PARAMS, _check, _fps_of, top_k_of
+    from tempcore.grounding.retrieval import candidate_windows
+    from tempcore.identity import fingerprint
+    from tempcore.scoring import query_text
+
+    started = time.perf_counter()
+    p = _check(dict(params or {}), CANDIDATE_PARAMS, "retrieve_ground")
+    t = np.asarray(timestamps, dtype=np.float64)
+    sc = np.asarray(scores, dtype=np.float64)
+    order = np.argsort(t, kind="stable")
+    t, sc = t[order], sc[order]
+    fps = _fps_of(t)
+    c = candidate_windows(sc, k=top_k_of(condition.variant), fps=fps, t0=float(t[0]), nms_s=float(p["nms_s"]),
+                          pad_s=float(p["pad_s"]), smooth_frames=int(p["smooth_frames"]),
+                          durations=float(t[-1]) + 1.0 / fps)
+    ranked = [[float(a), float(b), float(v)] for a, b, v in zip(c["start"][0], c["end"][0], c["peak_score"][0])
+              if not np.isnan(a)]
+    start, end = (ranked[0][0], ranked[0][1]) if ranked else (None, None)
+    iou: float | None = None
+    if sample.answer_windows and start is not None:
+        ious, _ = best_iou([start], [end], [w[0] for w in sample.answer_windows],
+                           [w[1] for w in sample.answer_windows], [0] * len(sample.answer_windows))
+        iou = float(ious[0])
+    text = query_text(sample, "q")
+    return Prediction(
+        benchmark=sample.benchmark, sample_id=sample.sample_id, model=RETRIEVAL_MODEL, condition=condition.key,
+        response=json.dumps(ranked), answer=None, correct=int(iou is not None and iou >= GROUNDING_CORRECT_IOU),
+        frames=FrameSet((), (), requested=int(t.shape[0])),
+        prompt_hash=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        latency_s=time.perf_counter() - started, answer_method=CANDIDATES_METHOD,
+        parse_error=None if ranked else "no candidate window (no frames)",
+        sample_hash=sample_hash, model_fingerprint=fingerprint(candidates_identity(condition.variant, p)),
+        encoder_fingerprint=encoder_fingerprint, n_frames=n_frames, video_damage=damage,
+        pred_start=start, pred_end=end, iou=iou,
+    )
+
+
 def baseline_predictions(
     cfg: RunConfig,
     samples: Sequence[Sample],
@@ -160,10 +231,14 @@ def baseline_predictions(
     encoder_fingerprint: str | None = None,
 ) -> list[Prediction]:
     """The baseline's prediction for every (grounding sample, ``retrieval`` condition of ``cfg``)
-    whose sample has a timeline with the condition's scores, in sample order then condition order.
+    whose sample has a timeline with the condition's scores, in sample order then condition order;
+    for a ``retrieve_ground`` condition, the stored candidate windows of its retrieval stage
+    (:func:`candidates_prediction`).
     Pure: reads only its arguments (the run's planner calls it beside
     :func:`tempcore.planning.plan_items`)."""
-    entries = [(e, e.condition(cfg)) for e in cfg.conditions if e.strategy == RETRIEVAL_STRATEGY]
+    from tempcore.grounding.crops import RETRIEVE_GROUND
+
+    entries = [(e, e.condition(cfg)) for e in cfg.conditions if e.strategy in (RETRIEVAL_STRATEGY, RETRIEVE_GROUND)]
     out: list[Prediction] = []
     if not entries:
         return out
@@ -175,6 +250,13 @@ def baseline_predictions(
             scores = tl.scores.get(cond.mode)
             if scores is None:
                 continue
+            if cond.strategy == RETRIEVE_GROUND:  # its retrieval stage: the ranked candidate windows
+                out.append(candidates_prediction(
+                    sample, cond, tl.timestamps, scores, params=dict(entry.params),
+                    sample_hash=sample_hashes.get(sample.sample_id, ""), encoder_fingerprint=encoder_fingerprint,
+                    n_frames=int(len(tl.timestamps)), damage=tl.damage,
+                ))
+                continue
             out.append(retrieval_prediction(
                 sample, cond, tl.timestamps, scores, params=dict(entry.params),
                 sample_hash=sample_hashes.get(sample.sample_id, ""), encoder_fingerprint=encoder_fingerprint,
@@ -184,7 +266,10 @@ def baseline_predictions(
 
 
 __all__ = [
+    "CANDIDATES_METHOD",
     "DEFAULTS",
+    "candidates_identity",
+    "candidates_prediction",
     "baseline_predictions",
     "RETRIEVAL_METHOD",
     "RETRIEVAL_MODEL",

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from tempcore import safejson
 from tempcore.diagnostics import grounding as gm
 from tempcore.errors import TempcoreError
 from tempcore.records import Sample
@@ -44,61 +45,52 @@ def is_submission(path: str | os.PathLike[str]) -> bool:
     p = Path(path)
     if p.suffix.lower() not in (".jsonl", ".ndjson", ".json"):
         return False
-    with open(p, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                try:
-                    first = json.loads(line)
-                except json.JSONDecodeError:
-                    return False
-                return isinstance(first, dict) and "pred_relevant_windows" in first
+    for _lineno, line in safejson.split_lines(p.read_bytes()):
+        if line.strip():
+            try:
+                first = safejson.loads(safejson.decode_line(line))
+            except ValueError:  # malformed, too deep (JSONTooDeepError) or not UTF-8: not a submission
+                return False
+            return isinstance(first, dict) and "pred_relevant_windows" in first
     return False
 
 
 def read_submission(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The rows of a moment-retrieval submission, checked (``qid`` and a list of [s, e, score])."""
+    """The rows of a moment-retrieval submission, checked (``qid`` and a list of [s, e, score]).
+
+    Lines are split on ``\n`` only, each must be UTF-8 and nested at most
+    :data:`tempcore.safejson.MAX_DEPTH` levels (a bad line is an error naming it)."""
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise GroundingInputError(f"{path}:{lineno}: malformed JSON line: {exc.msg}") from None
-            if not isinstance(d, dict) or "qid" not in d or not isinstance(d.get("pred_relevant_windows"), list):
-                raise GroundingInputError(f"{path}:{lineno}: need 'qid' and a list 'pred_relevant_windows'")
-            for w in d["pred_relevant_windows"]:
-                if not (isinstance(w, (list, tuple)) and len(w) >= 3):
-                    raise GroundingInputError(f"{path}:{lineno}: a predicted window must be [start, end, score]")
-            rows.append(d)
+    for lineno, line in safejson.split_lines(Path(path).read_bytes()):
+        if not line.strip():
+            continue
+        try:
+            d = safejson.loads(safejson.decode_line(line))
+        except safejson.JSONTooDeepError as exc:
+            raise GroundingInputError(f"{path}:{lineno}: {exc}") from None
+        except json.JSONDecodeError as exc:
+            raise GroundingInputError(f"{path}:{lineno}: malformed JSON line: {exc.msg}") from None
+        except ValueError as exc:
+            raise GroundingInputError(f"{path}:{lineno}: {exc}") from None
+        if not isinstance(d, dict) or "qid" not in d or not isinstance(d.get("pred_relevant_windows"), list):
+            raise GroundingInputError(f"{path}:{lineno}: need 'qid' and a list 'pred_relevant_windows'")
+        for w in d["pred_relevant_windows"]:
+            if not (isinstance(w, (list, tuple)) and len(w) >= 3):
+                raise GroundingInputError(f"{path}:{lineno}: a predicted window must be [start, end, score]")
+        rows.append(d)
     return rows
 
 
 def read_table(path: str | os.PathLike[str]) -> Any:
     """A grounding predictions table (pyarrow) with its columns checked."""
-    import pyarrow as pa
-    import pyarrow.csv as pacsv
-    import pyarrow.json as pajson
-    import pyarrow.parquet as pq
-
-    from tempcore.tidy import infer_format
+    from tempcore.tidy import PredictionsTableError
+    from tempcore.tidy_formats import read_table_file
 
     p = Path(path)
-    if not p.is_file():
-        raise GroundingInputError(f"{p}: no such file")
-    fmt = infer_format(p)
-    try:
-        if fmt == "parquet":
-            table = pq.read_table(p)
-        elif fmt == "csv":
-            strings = {c: pa.string() for c in ("benchmark", "sample_id", "model", "strategy", "condition")}
-            table = pacsv.read_csv(p, convert_options=pacsv.ConvertOptions(column_types=strings,
-                                                                            strings_can_be_null=True))
-        else:
-            table = pajson.read_json(p)
-    except (pa.ArrowException, OSError) as exc:
-        raise GroundingInputError(f"{p}: not a readable {fmt} table: {exc}") from exc
+    try:  # the hardened reader: depth-bounded JSON, UTF-8 named by line, CSV strings kept as written
+        table = read_table_file(p)
+    except PredictionsTableError as exc:
+        raise GroundingInputError(str(exc)) from exc
     missing = [c for c in ("sample_id", "model", "strategy") if c not in table.column_names]
     if missing:
         raise GroundingInputError(f"{p}: missing column(s) {', '.join(missing)}")

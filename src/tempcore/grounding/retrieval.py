@@ -36,7 +36,8 @@ The paper gives "1 fps, peak β = 0.7, clip [4, 60]" and, for the hybrid, "top-K
   (``c_start <= g_start`` and ``g_end <= c_end``) and *overlap* (an intersection of positive
   length). Queries without a GT window are excluded.
 * **Retrieve-then-ground helpers**: :func:`merge_windows` (the union of a query's candidates)
-  and :func:`to_absolute` (times on the concatenated union back to video time).
+  :func:`to_absolute` (times on the concatenated union back to video time) and :func:`to_shown`
+  (video time onto the concatenated union).
 """
 
 from __future__ import annotations
@@ -268,18 +269,42 @@ def merge_windows(starts: Any, ends: Any) -> list[tuple[float, float]]:
     return out
 
 
-def to_absolute(t: Any, spans: list[tuple[float, float]]) -> np.ndarray:
-    """Times on the concatenation of ``spans`` (0 = the first span's start) mapped back to
-    absolute video time. A time exactly at a junction maps to the start of the later span;
-    times past the total length stay in the last span's end (clipped); negative times clip to 0."""
+def _span_arrays(spans: Sequence[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
     if not spans:
         raise GroundingError("no spans to map times into")
     a = np.asarray([sp[0] for sp in spans], float)
     lengths = np.asarray([sp[1] - sp[0] for sp in spans], float)
-    cum = np.concatenate(([0.0], np.cumsum(lengths)))
+    if np.any(~np.isfinite(a)) or np.any(~(lengths >= 0)) or np.any(a[1:] < (a + lengths)[:-1]):
+        raise GroundingError(f"spans must be finite, sorted and disjoint (start <= end): {list(spans)}")
+    return a, np.concatenate(([0.0], np.cumsum(lengths)))
+
+
+def to_absolute(t: Any, spans: Sequence[tuple[float, float]], *, junction: str = "later") -> np.ndarray:
+    """Times on the concatenation of ``spans`` (0 = the first span's start) mapped back to
+    absolute video time. A time exactly at a junction maps to the start of the later span
+    (``junction="later"``, for a start time) or to the end of the earlier one (``"earlier"``, for
+    an end time, so an interval ending at a junction does not reach into the next span); times
+    past the total length stay in the last span's end (clipped); negative times clip to 0."""
+    if junction not in ("later", "earlier"):
+        raise GroundingError(f"junction must be 'later' or 'earlier', not {junction!r}")
+    a, cum = _span_arrays(spans)
     x = np.clip(np.asarray(t, float), 0.0, cum[-1])
-    k = np.clip(np.searchsorted(cum, x, side="right") - 1, 0, len(spans) - 1)
+    pos = np.searchsorted(cum, x, side="right") if junction == "later" else np.searchsorted(cum, x, side="left")
+    k = np.clip(pos - 1, 0, len(spans) - 1)
     out: np.ndarray = a[k] + (x - cum[k])
+    return out
+
+
+def to_shown(t: Any, spans: Sequence[tuple[float, float]]) -> np.ndarray:
+    """Absolute video times mapped onto the concatenation of ``spans`` (the inverse of
+    :func:`to_absolute` inside the spans): a time in span ``k`` becomes ``cum_k + (t - start_k)``;
+    a time in a gap between spans maps to the junction, before the first span to 0, after the
+    last to the total length."""
+    a, cum = _span_arrays(spans)
+    ends = a + np.diff(cum)
+    x = np.asarray(t, float)
+    k = np.clip(np.searchsorted(a, x, side="right") - 1, 0, len(spans) - 1)
+    out: np.ndarray = cum[k] + np.clip(x - a[k], 0.0, ends[k] - a[k])
     return out
 
 
@@ -290,4 +315,5 @@ __all__ = [
     "retrieval_windows",
     "smooth",
     "to_absolute",
+    "to_shown",
 ]

@@ -5,7 +5,9 @@ is the request's images as base64 ``data:`` URLs (``image_url`` parts, in the or
 followed by one text part holding the already rendered prompt (plus an optional system message
 before it). Requests run on an :class:`httpx.AsyncClient` with at most ``concurrency`` requests
 in flight; :meth:`OpenAIChatModel.answer` is synchronous and returns one response per request, in
-request order.
+request order; :meth:`OpenAIChatModel.submit` sends one request and returns a future of its
+response at once (the runner streams requests through it, across samples and conditions, so
+``concurrency`` requests stay in flight: :func:`tempcore.executor.answer_stream`).
 
 Choices this module makes (the protocol leaves them open):
 
@@ -14,7 +16,9 @@ Choices this module makes (the protocol leaves them open):
   loop and waits, so it works the same from the main thread, from worker threads (several
   threads share the one concurrency limit) and from code that already runs an event loop (the
   work runs on the private thread, the caller's thread only waits). Connections are kept alive
-  across calls.
+  across calls. ``answer`` and ``submit`` share the ``concurrency`` slots: a request waits for a
+  free slot inside the model (first come, first served), and holds it from encoding its body to
+  its last retry.
 * **Retries.** A request is tried at most ``1 + max_retries`` times. Retried: HTTP 408, 429 and
   every 5xx status, timeouts, connection errors / resets, remote protocol errors (a connection
   dropped mid-response) and a 2xx body that is not valid JSON (a truncated body). Not retried:
@@ -531,23 +535,23 @@ class OpenAIChatModel:
         requests = list(requests)
         if not requests:
             return []
-        key = self._read_key()
-        headers = {"Content-Type": "application/json", "User-Agent": f"tempcore/{__version__}"}
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-            if self._userinfo is not None and not self._warned_userinfo:
-                self._warned_userinfo = True
-                log.warning(
-                    "model %s: base_url holds user info; it is not sent (the API key is sent as Bearer)",
-                    self.name,
-                )
-        elif self._userinfo is not None:
-            basic = base64.b64encode(":".join(self._userinfo).encode("utf-8")).decode("ascii")
-            headers["Authorization"] = f"Basic {basic}"
-        runner = self._ensure_loop()
-        if threading.current_thread() is runner.thread:
-            raise ModelError(f"model {self.name}: answer() cannot be called from its own event loop thread")
+        headers, key = self._headers()
+        runner = self._runner()
         return runner.run(self._answer_all(requests, method, headers, key))
+
+    def submit(
+        self, request: ModelRequest, *, method: str = METHOD_GENERATE
+    ) -> concurrent.futures.Future[ModelResponse]:
+        """Send one request without waiting: a future of its response (a failure is an error
+        response, never an exception). Submitted requests share the model's ``concurrency`` slots
+        with each other and with :meth:`answer` calls (first come, first served); a request waits
+        for a free slot inside the model, so a caller may keep more submitted than ``concurrency``
+        (the runner keeps ``2 x concurrency``: :func:`tempcore.executor.answer_stream`).
+        Cancelling the future cancels the request (its slot is freed)."""
+        check_method(self, method)
+        headers, key = self._headers()
+        runner = self._runner()
+        return asyncio.run_coroutine_threadsafe(self._answer_slot(request, method, headers, key), runner.loop)
 
     def close(self) -> None:
         """Close connections and stop the background loop (a later ``answer`` starts them again)."""
@@ -572,6 +576,29 @@ class OpenAIChatModel:
     def _redact(self, text: str, key: str | None) -> str:
         """``text`` without the API key, the URL's credentials or secret query values (any encoding)."""
         return redact_text(text, (*self._url_secrets, key))
+
+    def _headers(self) -> tuple[dict[str, str], str | None]:
+        """The request headers (the API key read from the environment now) and the key."""
+        key = self._read_key()
+        headers = {"Content-Type": "application/json", "User-Agent": f"tempcore/{__version__}"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+            if self._userinfo is not None and not self._warned_userinfo:
+                self._warned_userinfo = True
+                log.warning(
+                    "model %s: base_url holds user info; it is not sent (the API key is sent as Bearer)",
+                    self.name,
+                )
+        elif self._userinfo is not None:
+            basic = base64.b64encode(":".join(self._userinfo).encode("utf-8")).decode("ascii")
+            headers["Authorization"] = f"Basic {basic}"
+        return headers, key
+
+    def _runner(self) -> _LoopThread:
+        runner = self._ensure_loop()
+        if threading.current_thread() is runner.thread:
+            raise ModelError(f"model {self.name}: answer() cannot be called from its own event loop thread")
+        return runner
 
     def _read_key(self) -> str | None:
         if self.api_key_env is None:
@@ -619,30 +646,24 @@ class OpenAIChatModel:
     async def _answer_all(
         self, requests: list[ModelRequest], method: str, headers: dict[str, str], key: str | None
     ) -> list[ModelResponse]:
+        """Every request through :meth:`_answer_slot` at once (each waits for a free slot)."""
+        return list(await asyncio.gather(*(self._answer_slot(r, method, headers, key) for r in requests)))
+
+    async def _answer_slot(
+        self, request: ModelRequest, method: str, headers: dict[str, str], key: str | None
+    ) -> ModelResponse:
+        """One request in a free concurrency slot ``s`` (client ``s // POOL_SHARD``: never more
+        requests than a client's connections); a bug fails this request only."""
         clients, slots = self._pool()
-        results: list[ModelResponse | None] = [None] * len(requests)
-        indices = iter(range(len(requests)))
-
-        async def worker() -> None:
-            for i in indices:
-                slot = (
-                    await slots.get()
-                )  # slot s uses client s // POOL_SHARD: never more than its connections
-                try:
-                    client = clients[slot // POOL_SHARD]
-                    results[i] = await self._answer_one(client, requests[i], method, headers, key)
-                except Exception as exc:  # a bug must not cost the other items their answers
-                    error = self._redact(f"unexpected {type(exc).__name__}: {exc}", key)
-                    log.error("model %s, request %r: %s", self.name, requests[i].key, error)
-                    results[i] = ModelResponse.failure(error, attempts=0)
-                finally:
-                    slots.put_nowait(slot)
-
-        await asyncio.gather(*(worker() for _ in range(min(self.concurrency, len(requests)))))
-        return [
-            r if r is not None else ModelResponse.failure("internal error: no response", attempts=0)
-            for r in results
-        ]
+        slot = await slots.get()
+        try:
+            return await self._answer_one(clients[slot // POOL_SHARD], request, method, headers, key)
+        except Exception as exc:  # a bug must not cost the other items their answers
+            error = self._redact(f"unexpected {type(exc).__name__}: {exc}", key)
+            log.error("model %s, request %r: %s", self.name, request.key, error)
+            return ModelResponse.failure(error, attempts=0)
+        finally:
+            slots.put_nowait(slot)
 
     def _build_body(self, request: ModelRequest, method: str) -> bytes:
         from tempcore.visual.requests import openai_parts  # interleaved layouts (visual answer options)

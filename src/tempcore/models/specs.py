@@ -98,7 +98,7 @@ class OpenAISpec(ModelSpec):
 
     base_url: str | None = spec_key(None, doc="the server's /v1 URL (required)")
     api_key_env: str | None = spec_key(None, doc="the environment variable holding the API key (never stored)")
-    concurrency: int = spec_key(8, doc="requests in flight")
+    concurrency: int = spec_key(8, doc="requests in flight, across samples and conditions")
     timeout_s: float = spec_key(120.0, doc="per-request timeout (s)")
     max_retries: int = spec_key(5, doc="retries on 408 / 429 / 5xx / timeouts / dropped connections")
     max_new_tokens: int = spec_key(8, doc="max_tokens of each request")

@@ -96,12 +96,14 @@ def _catalogue() -> list[tuple[str, str, str, Needs, Run]]:
     return [(e.section, e.key, e.title, e.unmet, e.run) for e in entries]
 
 
-def run_analyses(ctx: Context) -> dict[str, TableItem]:
-    """Every catalogue entry as a TableItem (a table, or why it is not there)."""
+def run_analyses(ctx: Context, only: set[str] | None = None) -> dict[str, TableItem]:
+    """Every catalogue entry (``only``: those keys) as a TableItem (a table, or why it is not there)."""
     from tempcore.errors import TempcoreError
 
     out: dict[str, TableItem] = {}
     for _, key, title, needs, run in _catalogue():
+        if only is not None and key not in only:
+            continue
         reason = needs(ctx)
         if reason:
             out[key] = TableItem(key, title, unavailable=reason)
@@ -294,6 +296,13 @@ def build_report(
     roots.update({k_: v for k_, v in (video_roots or {}).items() if v is not None})
     extra = _extra_sections(table, samples, n_boot=n_boot, seed=seed, tau=tau, lam=lam)
     missing = _missing_tempcore_conditions(table)
+    given = {str(name): list(value) for name, value in samples.items()}
+    from tempcore.grounding.analysis import grounding_benchmarks
+
+    if missing and grounding_benchmarks(table):  # the grounding section needs no diagnosis
+        bare = Context(table, None, None, Facts.of(table), fss_mode, scoring, k, encoder, models, ratings, external,
+                       tuple(text_models), tuple(same_backbone), n_boot, seed, samples=given)
+        extra = [grounding_section(bare), *extra]
     if missing and extra:
         # a table without the TempCore conditions (TemporalBench predictions, an ablation or a
         # grounding run): the sections that need none of them, and why the rest is missing
@@ -310,7 +319,7 @@ def build_report(
     diagnosis = diagnose(enc, tau=tau, lam=lam, fss_mode=fss_mode, scoring=scoring, models=models,
                          filters=filters, noframe_filters={})
     ctx = Context(table, enc, diagnosis, Facts.of(table), fss_mode, scoring, k, encoder, models, ratings,
-                  external, tuple(text_models), tuple(same_backbone), n_boot, seed)
+                  external, tuple(text_models), tuple(same_backbone), n_boot, seed, samples=given)
     items = run_analyses(ctx)
     by_key = {key: Section(key, name, intro=intro) for key, name, intro in sections()}
     for section, key, _, _, _ in _catalogue():
@@ -325,6 +334,7 @@ def build_report(
         o = by_key["oracle"].items
         pos = next(i for i, it in enumerate(o) if it.key == "oracle_gap_by_fss_bin") + 1
         o.insert(pos, gap_fig)
+    _add_sweep_figure(by_key["grounding"], items)
     browser = build_browser(table, diagnosis, samples, roots, max_samples=max_samples, seed=seed,
                             thumbnails_enabled=thumbnails, thumb_width=thumb_width,
                             max_thumbnail_samples=max_thumbnail_samples)
@@ -354,6 +364,32 @@ def _distinct_strings(table: Any, column: str) -> list[str]:
     if column not in table.column_names or not table.num_rows:
         return []
     return sorted(str(v) for v in table.column(column).unique().to_pylist() if v is not None)
+
+
+def run_section(ctx: Context, section: str) -> dict[str, TableItem]:
+    """:func:`run_analyses` for the analyses of one section only."""
+    keep = {key for sec, key, _, _, _ in _catalogue() if sec == section}
+    return {key: item for key, item in run_analyses(ctx, only=keep).items()}
+
+
+def _add_sweep_figure(section: Section, items: Mapping[str, TableItem]) -> None:
+    """The mIoU-vs-W curve after the window-sweep table (:func:`tempcore.report.grounding.sweep_figure`)."""
+    from tempcore.report.grounding import sweep_figure
+
+    fig = sweep_figure(items["grounding_window_sweep"]) if "grounding_window_sweep" in items else None
+    if fig is not None:
+        pos = next(i for i, it in enumerate(section.items) if it.key == "grounding_window_sweep") + 1
+        section.items.insert(pos, fig)
+
+
+def grounding_section(ctx: Context) -> Section:
+    """The grounding section alone (its analyses read the table and the samples, never the FSS
+    diagnosis): what a report of grounding predictions without MaxProb / MinProb rows shows."""
+    key, title, intro = next(s for s in sections() if s[0] == "grounding")
+    items = run_section(ctx, "grounding")
+    out = Section(key, title, [items[k] for k in items], intro=intro)
+    _add_sweep_figure(out, items)
+    return out
 
 
 def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = True) -> list[Path]:

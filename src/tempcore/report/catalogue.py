@@ -55,6 +55,9 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("oracle", "Oracle gap", "Window-oracle vs uniform sampling, and how the gap depends on FSS."),
     ("sweeps", "Threshold sweeps and frame coverage", ""),
     ("validation", "Validation and contamination probes", "Analyses that need inputs beyond the predictions."),
+    ("grounding", "Temporal grounding",
+     "Grounding as search (ExtremeWhenBench): mIoU / R@tau per model and condition, the search / localize split, "
+     "candidate recall@K, accuracy vs the crop around the ground truth, the benchmarks' query profiles."),
 )
 """(key, title, intro) of the report's sections, in order."""
 
@@ -121,6 +124,8 @@ class Context:
     same_backbone: Sequence[tuple[str, str]] = ()
     n_boot: int = 2000
     seed: int = 0
+    #: the benchmarks' samples by benchmark name (``tempcore report --annotations``), empty without
+    samples: Mapping[str, Sequence[Any]] = field(default_factory=dict)
 
     @property
     def score_filters(self) -> dict[str, Any]:
@@ -388,6 +393,16 @@ def _register_builtins() -> None:
 
 
 _register_builtins()
+
+
+def _register_grounding() -> None:
+    from tempcore.report.grounding import ANALYSES as GROUNDING
+
+    for entry in GROUNDING:
+        register_analysis(entry)
+
+
+_register_grounding()
 
 
 __all__ = [

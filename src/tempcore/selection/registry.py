@@ -19,6 +19,8 @@ from tempcore.registry import GROUPS, Registry, did_you_mean
 from tempcore.selection import ablations, adaptive, basic, diversity, windows
 from tempcore.selection._common import SelectionError, prepare
 from tempcore.selection.retrieval import retrieval as _retrieval
+from tempcore.selection.spans import gtcrop as _gtcrop
+from tempcore.selection.spans import retrieve_ground as _retrieve_ground
 
 Strategy = Callable[..., "FrameSet | list[FrameSet]"]
 
@@ -51,6 +53,8 @@ for _name, _fn in (
     ("aks", adaptive.aks),
     ("bolt", adaptive.bolt),
     ("retrieval", _retrieval),  # the ExtremeWhenBench retrieval baseline (issue 15)
+    ("retrieve_ground", _retrieve_ground),  # its retrieve-then-ground hybrid (issue 15)
+    ("gtcrop", _gtcrop),  # the window-length sweep: a GT-centred crop of width W (issue 15)
 ):
     STRATEGIES.register(_name, _fn)
 

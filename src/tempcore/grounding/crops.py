@@ -1,0 +1,246 @@
+"""What a grounding model is shown of a video: one span or several, on one concatenated timeline.
+
+Two run conditions of issue 15 show a model only part of a grounding sample's video and map its
+answer back to absolute video time:
+
+* **Retrieve-then-ground** (strategy ``retrieve_ground``, score-based, mode ``q``; ExtremeWhenBench's
+  hybrid): the top-K candidate windows of the query's score track
+  (:func:`tempcore.grounding.retrieval.candidate_windows`: NMS at ``nms_s`` = 60 s, each the peak ±
+  ``pad_s`` = 60 s, clipped to the video) are merged into their union
+  (:func:`~tempcore.grounding.retrieval.merge_windows`); the model sees K frames taken from those
+  spans only. ``variant`` ``top<K>`` sets the number of candidates (``top3``, the paper's best, when
+  no variant is given); it is part of the condition key, so K = 1, 3, 10 are three conditions.
+  ``nms_s``, ``pad_s`` and ``smooth_frames`` (5, as the retrieval baseline) are parameters.
+* **Window-length sweep** (strategy ``gtcrop``, no scores): the video cropped to a window of width
+  W centred on the ground truth; ``variant`` is W: ``<seconds>s`` (``30s``; ``600s`` = ±5 min,
+  ``1200s`` = ±10 min, ``2400s`` = ±20 min) or ``full`` (the whole video, through the same crop
+  mechanism); :data:`WINDOW_SWEEP` lists the paper's five. The centre is the centre of the hull of
+  the sample's GT windows (one window in ExtremeWhenBench). Choices the paper leaves open: a crop
+  that runs past the video is *shifted* to stay inside it, keeping its width W (``fit="shift"``,
+  default), or *clipped* (``fit="clip"``, a shorter window no longer centred); a video shorter
+  than W is shown whole. W smaller than the GT cuts the GT (the paper's 30 s window can).
+
+The shown timeline: the spans are concatenated in time order; the prompt states their total length
+as the video's duration and each frame's time on the concatenation
+(:func:`tempcore.grounding.retrieval.to_shown`); the parsed ``[start, end]`` is mapped back with
+:func:`~tempcore.grounding.retrieval.to_absolute` (a start at a junction goes to the later span, an
+end to the earlier one). Frames: K at equal intervals (``uniform`` centres) among the decoded
+frames inside the spans, in time order; fewer than K frames inside gives them all (the FrameSet
+records the shortfall). Only grounding samples are answered under these conditions (a
+multiple-choice sample has no answer window to centre on, and the hybrid grounds): the planner
+skips the others.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from tempcore.diagnostics.grounding import GroundingError
+from tempcore.records import Sample
+
+RETRIEVE_GROUND = "retrieve_ground"
+GT_CROP = "gtcrop"
+CROP_STRATEGIES = frozenset({RETRIEVE_GROUND, GT_CROP})
+"""Strategies whose frames come from spans of the video (the shown timeline of the module doc)."""
+DEFAULT_TOP_K = 3
+CANDIDATE_PARAMS: dict[str, Any] = {"nms_s": 60.0, "pad_s": 60.0, "smooth_frames": 5}
+"""``retrieve_ground``'s parameters and their defaults (the paper's hybrid; smoothing as the baseline's)."""
+CROP_PARAMS: dict[str, Any] = {"fit": "shift"}
+"""``gtcrop``'s parameters and their defaults."""
+FITS = ("shift", "clip")
+WINDOW_SWEEP = ("30s", "600s", "1200s", "2400s", "full")
+"""The paper's window-length sweep (Fig. 4): 30 s, ±5, ±10, ±20 min, the full video."""
+
+Spans = tuple[tuple[float, float], ...]
+
+_TOP = re.compile(r"^top([1-9][0-9]*)$")
+_WIDTH = re.compile(r"^([0-9]+(?:\.[0-9]+)?)s$")
+
+
+def top_k_of(variant: str | None) -> int:
+    """The number of candidate windows a ``retrieve_ground`` variant names (``top3`` -> 3; none: 3)."""
+    if variant is None:
+        return DEFAULT_TOP_K
+    m = _TOP.match(variant)
+    if not m:
+        raise GroundingError(f"retrieve_ground: variant must be top<K> (e.g. top3), not {variant!r}")
+    return int(m.group(1))
+
+
+def width_of(variant: str | None) -> float | None:
+    """The crop width in seconds a ``gtcrop`` variant names (``30s`` -> 30.0; ``full`` -> None)."""
+    if variant == "full":
+        return None
+    m = _WIDTH.match(variant or "")
+    if not m or float(m.group(1)) <= 0:
+        raise GroundingError(f"gtcrop: variant must be <seconds>s (e.g. 30s, 600s) or full, not {variant!r}")
+    return float(m.group(1))
+
+
+def _check(params: Mapping[str, Any], known: Mapping[str, Any], name: str) -> dict[str, Any]:
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise GroundingError(f"{name} takes no parameter(s) {unknown} (it takes: {', '.join(known)})")
+    return {**known, **params}
+
+
+def _fps_of(t: np.ndarray) -> float:
+    if t.shape[0] < 2:
+        return 1.0
+    step = float(np.median(np.diff(t)))
+    return 1.0 / step if step > 0 else 1.0
+
+
+def candidate_spans(
+    timestamps: Any,
+    scores: Any,
+    *,
+    k: int = DEFAULT_TOP_K,
+    nms_s: float = CANDIDATE_PARAMS["nms_s"],
+    pad_s: float = CANDIDATE_PARAMS["pad_s"],
+    smooth_frames: int = CANDIDATE_PARAMS["smooth_frames"],
+) -> Spans:
+    """The union of the top-``k`` candidate windows of one score track (frames in time order, at
+    their median rate), as sorted disjoint spans inside ``[t_first, t_last + 1/fps]``."""
+    from tempcore.grounding.retrieval import candidate_windows, merge_windows
+
+    t = np.asarray(timestamps, dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
+        raise GroundingError(f"retrieve_ground: need one score per frame, got {s.shape} scores for {t.shape} frames")
+    order = np.argsort(t, kind="stable")
+    t, s = t[order], s[order]
+    fps = _fps_of(t)
+    c = candidate_windows(s, k=k, fps=fps, t0=float(t[0]), nms_s=nms_s, pad_s=pad_s,
+                          smooth_frames=int(smooth_frames), durations=float(t[-1]) + 1.0 / fps)
+    return tuple(merge_windows(c["start"][0], c["end"][0]))
+
+
+def gt_crop_span(
+    windows: Sequence[tuple[float, float]], width: float | None, video: tuple[float, float], *, fit: str = "shift",
+) -> tuple[float, float]:
+    """The crop of width ``width`` (None: the whole ``video``) centred on the hull of ``windows``,
+    fitted inside ``video = (start, end)`` (module doc: ``shift`` or ``clip``)."""
+    if fit not in FITS:
+        raise GroundingError(f"gtcrop: fit must be one of {', '.join(FITS)}, not {fit!r}")
+    lo, hi = float(video[0]), float(video[1])
+    if not hi > lo:
+        raise GroundingError(f"gtcrop: the video span [{lo}, {hi}] is empty")
+    if width is None or width >= hi - lo and fit == "shift":
+        return lo, hi
+    if not windows:
+        raise GroundingError("gtcrop: the sample has no ground-truth window to centre on")
+    c = (min(float(w[0]) for w in windows) + max(float(w[1]) for w in windows)) / 2
+    a, b = c - width / 2, c + width / 2
+    if fit == "clip":
+        a, b = max(a, lo), min(b, hi)
+        if not b > a:  # the GT lies outside the video: nothing of the crop is left
+            raise GroundingError(f"gtcrop: the crop [{c - width / 2}, {c + width / 2}] lies outside the video")
+        return a, b
+    if a < lo:
+        a, b = lo, lo + width
+    if b > hi:
+        a, b = hi - width, hi
+    return a, b
+
+
+def video_span(sample: Sample, timestamps: Any, fps: float) -> tuple[float, float]:
+    """``(start, end)`` of the sample's video (or segment) in absolute time: the crop of
+    :func:`tempcore.grounding.answer.crop_of` (segment bounds, else the duration metadata, else the
+    decoded frames), never ending before the last decoded frame's end."""
+    from tempcore.grounding.answer import crop_of
+
+    t = np.asarray(timestamps, dtype=np.float64)
+    offset, duration = crop_of(sample, int(t.shape[0]), fps)
+    last = float(t.max()) + 1.0 / fps if t.size else offset
+    end = offset + duration if duration is not None else last
+    return offset, max(end, last) if sample.end is None else end
+
+
+def shown_spans(
+    strategy: str,
+    variant: str | None,
+    params: Mapping[str, Any],
+    sample: Sample,
+    timestamps: Any,
+    scores: Any | None,
+    fps: float,
+) -> Spans:
+    """The spans a crop condition shows of one grounding sample (module doc)."""
+    if strategy == RETRIEVE_GROUND:
+        p = _check(params, CANDIDATE_PARAMS, RETRIEVE_GROUND)
+        if scores is None:
+            raise GroundingError(f"sample {sample.sample_id!r}: retrieve_ground needs the frames' scores (mode q)")
+        return candidate_spans(timestamps, scores, k=top_k_of(variant), nms_s=float(p["nms_s"]),
+                               pad_s=float(p["pad_s"]), smooth_frames=int(p["smooth_frames"]))
+    if strategy == GT_CROP:
+        p = _check(params, CROP_PARAMS, GT_CROP)
+        return (gt_crop_span(sample.answer_windows, width_of(variant), video_span(sample, timestamps, fps),
+                             fit=str(p["fit"])),)
+    raise GroundingError(f"{strategy!r} is not a crop strategy (known: {', '.join(sorted(CROP_STRATEGIES))})")
+
+
+def frames_in_spans(timestamps: Any, spans: Spans, k: int) -> np.ndarray:
+    """Positions (into ``timestamps``) of K frames at equal intervals among the frames inside the
+    spans (``start <= t < end``), in time order; all of them when fewer than K are inside."""
+    from tempcore.selection.basic import uniform_positions
+
+    t = np.asarray(timestamps, dtype=np.float64)
+    inside = np.zeros(t.shape, dtype=bool)
+    for a, b in spans:
+        inside |= (t >= a - 1e-9) & (t < b - 1e-9)
+    pos = np.flatnonzero(inside)
+    pos = pos[np.argsort(t[pos], kind="stable")]
+    if pos.size <= k:
+        return pos
+    out: np.ndarray = pos[uniform_positions(int(pos.size), k)]
+    return out
+
+
+def shown_duration(spans: Spans) -> float:
+    """The length of the shown timeline (the spans' total)."""
+    return float(sum(b - a for a, b in spans))
+
+
+__all__ = [
+    "CANDIDATE_PARAMS",
+    "CROP_PARAMS",
+    "CROP_STRATEGIES",
+    "DEFAULT_TOP_K",
+    "GT_CROP",
+    "RETRIEVE_GROUND",
+    "WINDOW_SWEEP",
+    "Spans",
+    "candidate_spans",
+    "crop_pairs",
+    "frames_in_spans",
+    "gt_crop_span",
+    "shown_duration",
+    "shown_spans",
+    "top_k_of",
+    "video_span",
+    "width_of",
+]
+
+
+def crop_pairs(
+    entry: Any, base: Any, sample: Sample, timestamps: Any, scores: Mapping[str, Any],
+) -> list[tuple[Any, Any, Spans]]:
+    """``[(condition, FrameSet, spans)]`` of one crop condition entry for one grounding sample: the
+    planner's hook (:func:`tempcore.planning.plan_items`). ``entry`` a
+    :class:`tempcore.config.ConditionEntry`, ``base`` its Condition; ``scores`` the timeline's
+    scores by mode."""
+    from tempcore.selection._common import SelectionError, prepare
+
+    s = scores.get(base.mode) if base.mode != "none" else None
+    try:
+        spans = shown_spans(base.strategy, base.variant, dict(entry.params), sample, timestamps, s, base.fps)
+    except GroundingError as exc:
+        raise SelectionError(f"sample {sample.sample_id!r}: {base.strategy}: {exc}") from None
+    frames = prepare(timestamps, s, base.k, strategy=base.strategy, sample_id=sample.sample_id,
+                     needs_scores=base.strategy == RETRIEVE_GROUND)
+    return [(base, frames.frameset(frames_in_spans(frames.t, spans, frames.k)), spans)]
