@@ -36,7 +36,6 @@ videos apart).
 
 from __future__ import annotations
 
-import contextvars
 import os
 import shutil
 import tempfile
@@ -202,7 +201,8 @@ class FrameStore:
         self.spool_bytes = spool_bytes
         self._entries: dict[VideoKey, _Entry] = {}
         self._spill = _Spill()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the entries dict and the byte counts
+        self._key_locks: dict[VideoKey, threading.Lock] = {}  # one request per video at a time
         self._memory_bytes = 0
         self._disk_bytes = 0
         self.hits = 0
@@ -238,28 +238,40 @@ class FrameStore:
         else decoded (``decode(positions)``: one :func:`tempcore.video.read_frames` pass) together
         with the video's pending positions, and kept. Decoding errors propagate unchanged."""
         with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:  # other videos' requests (decode-ahead threads) go on meanwhile
+            return self._frames(key, wanted, decode)
+
+    def _frames(
+        self, key: VideoKey, wanted: Sequence[int], decode: Callable[[list[int]], FrameBatch],
+    ) -> dict[int, np.ndarray]:
+        with self._lock:
             entry = self._entries.setdefault(key, _Entry())
-            have = set(entry.positions)
-            missing = sorted({int(i) for i in wanted} - have)
-            if missing and entry.broken:
+        have = set(entry.positions)
+        missing = sorted({int(i) for i in wanted} - have)
+        if missing and entry.broken:
+            with self._lock:
                 self.decodes += 1
-                batch = decode(sorted({int(i) for i in wanted}))
-                return {int(i): batch.frames[j] for j, i in enumerate(batch.indices)}
-            if missing:
-                todo = sorted(set(missing) | (entry.pending - have))
+            batch = decode(sorted({int(i) for i in wanted}))
+            return {int(i): batch.frames[j] for j, i in enumerate(batch.indices)}
+        if missing:
+            todo = sorted(set(missing) | (entry.pending - have))
+            with self._lock:
                 self.decodes += 1
-                try:
-                    batch = decode(todo)
-                except TempcoreError:
-                    if todo == missing:
-                        raise
-                    entry.broken = True  # the union failed: from now on each request decodes its own
-                    return self.frames(key, wanted, decode)
+            try:
+                batch = decode(todo)
+            except TempcoreError:
+                if todo == missing:
+                    raise
+                entry.broken = True  # the union failed: from now on each request decodes its own
+                return self._frames(key, wanted, decode)
+            with self._lock:
                 entry.pending.clear()
                 self._merge(entry, [int(i) for i in batch.indices], np.asarray(batch.frames))
-            else:
+        else:
+            with self._lock:
                 self.hits += 1
-            return self._take(entry, wanted)
+        return self._take(entry, wanted)
 
     def _take(self, entry: _Entry, wanted: Sequence[int]) -> dict[int, np.ndarray]:
         where = {p: j for j, p in enumerate(entry.positions)}
@@ -316,6 +328,7 @@ class FrameStore:
         """Drop every kept frame and remove the spill folder."""
         with self._lock:
             self._entries.clear()
+            self._key_locks.clear()
             self._memory_bytes = self._disk_bytes = 0
             self._spill.close()
 
@@ -329,17 +342,21 @@ def needed_positions(cfg: RunConfig, sample: Sample, timeline: Timeline) -> set[
     return {int(i) for it in items if not it.frames.grey for i in it.frames.indices}
 
 
-_ACTIVE: contextvars.ContextVar[FrameStore | None] = contextvars.ContextVar("tempcore_frame_store", default=None)
+_ACTIVE: FrameStore | None = None
 
 
 def active_store() -> FrameStore | None:
-    """The store :func:`tempcore.executor._load_frames` reads in this thread (``None``: decode)."""
-    return _ACTIVE.get()
+    """The store :func:`tempcore.executor._load_frames` reads (``None``: decode), in any thread of
+    the process: the answering loop decodes ahead in worker threads."""
+    return _ACTIVE
 
 
-def use_store(store: FrameStore | None) -> contextvars.Token[FrameStore | None]:
-    """Make ``store`` the active one in this thread (the local executor does, for its run)."""
-    return _ACTIVE.set(store)
+def use_store(store: FrameStore | None) -> None:
+    """Make ``store`` the process's active one (the local executor does, for its run; ``None`` when
+    it closes). Two runs at once in one process share the last one set: its frames are what
+    decoding gives for their keys, so answers stay the same (a video it lacks is decoded)."""
+    global _ACTIVE
+    _ACTIVE = store
 
 
 def timelines_of(records: Sequence[Any], modes: Sequence[str]) -> Mapping[str, Timeline]:
