@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tempcore.diagnostics.grounding import GroundingError
+from tempcore.grounding.crops import _fps_of  # the track's frame rate: one definition
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
 
 if TYPE_CHECKING:
@@ -51,13 +52,6 @@ RETRIEVAL_METHOD = "retrieval"
 """``answer_method`` of the baseline's predictions."""
 DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
 """The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
-
-
-def _fps_of(t: np.ndarray) -> float:
-    if t.shape[0] < 2:
-        return 1.0
-    step = float(np.median(np.diff(t)))
-    return 1.0 / step if step > 0 else 1.0
 
 
 def track_window(
@@ -185,7 +179,7 @@ def candidates_prediction(
     import json
 
     from tempcore.diagnostics.grounding import best_iou
-    from tempcore.grounding.crops import CANDIDATE_PARAMS, _check, _fps_of, top_k_of
+    from tempcore.grounding.crops import CANDIDATE_PARAMS, _check, top_k_of
     from tempcore.grounding.retrieval import candidate_windows
     from tempcore.identity import fingerprint
     from tempcore.scoring import query_text
