@@ -86,6 +86,7 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_report_browser.py": ("*",),  # headless Chromium: 3.9 s setup, 2.7-5.4 s per test
     "test_gpu_bench.py": ("test_gpu_tiny",),  # 6.5 s
     "test_plugins.py": ("test_register_through_entry_points_of_an_installed_distribution",),  # 4.7-8.4 s
+    "test_decode_once.py": ("test_demo_profile_prints_where_the_time_goes_and_changes_no_answer",),  # 25-80 s
     "test_ray.py": ("*",),  # a local Ray and a `ray start --head` cluster: 3.5-4 min in all (load 6-10)
     "test_oracle_early_stop.py": (  # world runs (about 20 s fixture) and the Ray executor (about 80 s)
         "test_same_oracle_correctness_and_uniform_vs_oracle_with_fewer_calls",

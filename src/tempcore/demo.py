@@ -81,13 +81,37 @@ def run_demo(
     progress: bool = True,
     log: Callable[[str], None] = print,
     visual: bool = False,
+    profile: bool = False,
 ) -> dict[str, Any]:
     """Generate, audit, diagnose, export, report; returns the recovery (``tempcore demo --json``).
-    ``visual``: also the visual-answer-options section (:func:`demo_visual`, key ``visual``)."""
+    ``visual``: also the visual-answer-options section (:func:`demo_visual`, key ``visual``).
+    ``profile``: time every step (:mod:`tempcore.profiling`: world, each run's frame scoring with
+    its decode and encode, each answerer's calls, diagnostics, report, ...) and return the
+    :class:`~tempcore.profiling.Profile` under ``profile`` (``tempcore demo --profile`` prints it
+    with :func:`format_profile`); the recovery is the same either way."""
+    if not profile:
+        return _run_demo(out, n_questions=n_questions, quick=quick, seed=seed, k=k, progress=progress, log=log,
+                         visual=visual)
+    from tempcore import profiling
+    from tempcore.video import count_decodes
+
+    with profiling.collect() as prof, count_decodes() as decodes:
+        result = _run_demo(out, n_questions=n_questions, quick=quick, seed=seed, k=k, progress=progress, log=log,
+                           visual=visual)
+    result["profile"] = prof
+    result["decodes"] = decodes.summary()
+    return result
+
+
+def _run_demo(
+    out: str | Path, *, n_questions: int | None, quick: bool, seed: int, k: int, progress: bool,
+    log: Callable[[str], None], visual: bool,
+) -> dict[str, Any]:
     import torch
 
     from tempcore.diagnostics import diagnose
     from tempcore.export import export_tempcore
+    from tempcore.profiling import section
     from tempcore.report import build_report, write_report
     from tempcore.runner import run
     from tempcore.tidy import read_predictions
@@ -100,31 +124,75 @@ def run_demo(
     out = Path(out)
     n = n_questions or (QUICK_QUESTIONS if quick else DEFAULT_QUESTIONS)
     log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
-    world = generate_world(out / "world", n, seed)
+    with section("world"):
+        world = generate_world(out / "world", n, seed)
     cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8)
     # The demo owns its folder: a world regenerated there (another size or seed) changes questions
     # under the same ids, so stored answers whose fingerprints differ are replaced, never reused;
     # and the table keeps only this world's samples (a larger earlier world leaves rows behind).
-    summary = run(cfg, progress=progress, log=log, recompute=True)
-    table = _only_samples(read_predictions(_table_file(summary)), {s.sample_id for s in world.samples()})
-    result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
+    with section("audit run"):
+        summary = run(cfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
+    with section("validate"):
+        table = _only_samples(read_predictions(_table_file(summary)), {s.sample_id for s in world.samples()})
+        result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
 
     samples = {BENCHMARK_NAME: world.samples()}
-    d = diagnose(table, scoring="soft")
-    subset_files = export_tempcore(d, samples, out / "tempcore", "jsonl", table=table,
-                                   video_roots={BENCHMARK_NAME: str(world.root)})
-    report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
-                          scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
-    report_files = write_report(report, out / "report")
-    result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
-    result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
+    with section("diagnostics"):
+        d = diagnose(table, scoring="soft")
+    with section("subset"):
+        subset_files = export_tempcore(d, samples, out / "tempcore", "jsonl", table=table,
+                                       video_roots={BENCHMARK_NAME: str(world.root)})
+    with section("report"):
+        report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
+                              scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
+        report_files = write_report(report, out / "report")
+    with section("grounding"):
+        result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
+    with section("binary (MBA)"):
+        result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
     if visual:
-        result["visual"] = demo_visual(world, out, progress=progress, log=log)
+        with section("visual"):
+            result["visual"] = demo_visual(world, out, progress=progress, log=log)
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
+
+
+def _model_factory() -> Callable[[Any], Any] | None:
+    """While a profile is collected: a model factory whose models time their loading (``load
+    models``) and their calls (``answer <model>``); otherwise ``None`` (the runner's own factory)."""
+    from tempcore import profiling
+
+    if not profiling.active():
+        return None
+
+    def factory(spec: Any) -> Any:
+        from tempcore.models import load_model
+
+        with profiling.section("load models"):
+            return _TimedModel(load_model(spec))
+
+    return factory
+
+
+class _TimedModel:
+    """A loaded model whose ``answer`` calls are timed under ``answer <name>``; everything else
+    is the model's own (attributes are looked up on it)."""
+
+    def __init__(self, model: Any) -> None:
+        self._model = model
+        self._section = f"answer {model.name}"
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._model, name)
+
+    def answer(self, requests: Any, *args: Any, **kwargs: Any) -> Any:
+        from tempcore import profiling
+
+        with profiling.section(self._section):
+            return self._model.answer(requests, *args, **kwargs)
 
 
 GROUNDING_CONDITIONS: tuple[dict[str, Any], ...] = (
@@ -170,7 +238,7 @@ def demo_grounding(
     raw["conditions"] = [*GROUNDING_CONDITIONS, *([GROUNDING_MODEL_CONDITION] if hf else [])]
     gcfg = RunConfig.from_dict(raw, source="tempcore demo (grounding)")
     log(f"grounding: {len(samples)} questions with planted windows, into {out / 'grounding-run'}")
-    summary = run(gcfg, progress=progress, log=log, recompute=True)
+    summary = run(gcfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
     table = None if summary.predictions_file is None else pq.read_table(summary.predictions_file)
     if table is not None:
         table = _only_samples(table, {s.sample_id for s in samples})
@@ -241,7 +309,7 @@ def demo_mba(
     raw["conditions"] = [{"strategy": MBA_CONDITION}]
     bcfg = RunConfig.from_dict(raw, source="tempcore demo (binary)")
     log(f"binarised world: {MBA_CONDITION} only, into {out / 'binary-run'}")
-    summary = run(bcfg, progress=progress, log=log, recompute=True)
+    summary = run(bcfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
     binary = read_predictions(_table_file(summary))
     mba = {r["model"]: r for r in mba_table(binary).overall if r["strategy"] == MBA_CONDITION}
     # the multiple-choice accuracy over the same questions (the originals of the binary groups)
@@ -370,7 +438,7 @@ def demo_visual(
         "models": models if models is not None else [spec.to_dict() for spec in zoo_specs()],
         "conditions": [{"strategy": "uniform"}], "request_batch": 16,
     }, source="tempcore demo --visual")
-    summary = run(cfg, progress=progress, log=log, recompute=True)
+    summary = run(cfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
     if summary.predictions_file is None:  # pragma: no cover - pyarrow missing
         raise RuntimeError("tempcore demo --visual needs pyarrow (the run's predictions table)")
     table = read_predictions(summary.predictions_file)

@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -41,9 +42,11 @@ if TYPE_CHECKING:
     from tempcore.config import RunConfig
     from tempcore.encoders.base import FrameTextEncoder
     from tempcore.encoders.cache import EmbeddingCache
+    from tempcore.framestore import FrameStore, RunKeeper
     from tempcore.models.base import Model, ModelRequest, ModelResponse, ModelSpec
     from tempcore.scoring import FrameScores, ScoreFailure
     from tempcore.store import RunStore
+    from tempcore.video import FrameBatch
 
 __all__ = [
     "GREY",
@@ -215,33 +218,73 @@ def frame_events(
     cache: EmbeddingCache | None,
     video_root: str | None,
     on_sample: Callable[[Sample], None] | None = None,
+    keep: RunKeeper | None = None,
 ) -> Iterator[FrameScores | ScoreFailure | Probe | ProbeFailure]:
     """The results of scoring (``modes``) or probing (no modes) the videos of ``samples``, as data.
 
     Scoring yields :func:`tempcore.scoring.score_samples`' records; probing one :class:`Probe` or
-    :class:`ProbeFailure` per sample. ``on_sample`` is called once per sample done."""
+    :class:`ProbeFailure` per sample (samples that share a video and segment share one probe).
+    ``on_sample`` is called once per sample done. ``keep`` (:class:`tempcore.framestore.RunKeeper`)
+    keeps the frames answering will show from this pass: scoring hands it every decoded frame;
+    probing then decodes with RGB conversion (a :class:`~tempcore.video.VideoReader` pass, the same
+    timestamps and damage report as :func:`~tempcore.video.probe`) instead of a probe, so that
+    answering needs no second pass."""
     if modes:
         from tempcore.scoring import score_samples
 
         if encoder is None:
             raise RunError(f"frame scoring in modes {list(modes)} needs an encoder")
         yield from score_samples(samples, encoder, list(modes), fps=fps, cache=cache, video_root=video_root,
-                                 on_sample=on_sample)
+                                 on_sample=on_sample, keep=keep)
         return
     from tempcore.benchmarks import resolve_video
-    from tempcore.video import VideoError, probe
 
+    groups: dict[tuple[str, float | None, float | None, str], list[Sample]] = {}
     for s in samples:
-        path = resolve_video(s, video_root)
+        groups.setdefault((str(resolve_video(s, video_root)), s.start, s.end, s.media), []).append(s)
+    for (path, start, end, media), group in groups.items():
+        found = _probe_video(Path(path), fps, start, end, media, group, keep)
+        for s in group:
+            if isinstance(found, str):
+                yield ProbeFailure(s.sample_id, path, found)
+            else:
+                yield Probe(s.sample_id, path, found[0], found[1])
+            if on_sample is not None:
+                on_sample(s)
+
+
+def _probe_video(
+    path: Path, fps: float | None, start: float | None, end: float | None, media: str, samples: Sequence[Sample],
+    keep: RunKeeper | None,
+) -> tuple[np.ndarray, str | None] | str:
+    """(timestamps, damage) of one video's frames at ``fps``, or the decoding error's text; with
+    ``keep``, a converting pass whose frames go to the keeper (see :func:`frame_events`)."""
+    from tempcore.video import VideoError, VideoReader, probe
+
+    if keep is None:
         try:
-            info = probe(path, fps, start=s.start, end=s.end, media=s.media)
-            damage = damage_of(info)
-            yield Probe(s.sample_id, str(path), np.asarray(info.timestamps, dtype=np.float64),
-                        None if not damage else str(damage))
+            info = probe(path, fps, start=start, end=end, media=media)
         except VideoError as exc:
-            yield ProbeFailure(s.sample_id, str(path), str(exc))
-        if on_sample is not None:
-            on_sample(s)
+            return str(exc)
+        damage = damage_of(info)
+        return np.asarray(info.timestamps, dtype=np.float64), None if not damage else str(damage)
+    sink = keep.sink(path, samples)
+    try:
+        try:
+            reader = VideoReader(path, fps, start=start, end=end, media=media)
+            times = []
+            for batch in reader:
+                sink.add(batch)
+                times.append(np.asarray(batch.timestamps, dtype=np.float64))
+        except VideoError as exc:
+            return str(exc)
+        timestamps = np.concatenate(times) if times else np.empty(0, np.float64)
+        damage = damage_of(reader)
+        found = (timestamps, None if not damage else str(damage))
+        keep.keep(path, samples, {s.sample_id: Timeline(timestamps, {}, found[1]) for s in samples}, sink)
+        return found
+    finally:
+        sink.close()
 
 
 def collect_timelines(
@@ -288,16 +331,28 @@ def collect_timelines(
 
 
 def _load_frames(items: list[WorkItem], video_root: str | None) -> dict[int, np.ndarray]:
-    """Decode the union of the frames these items (all of one sample) show, in one pass."""
+    """The union of the frames these items (all of one sample) show, by position.
+
+    From the active frame store when there is one (:func:`tempcore.framestore.active_store`: the
+    local executor keeps the frames its scoring pass decoded, so answering decodes nothing), else
+    decoded in one :func:`tempcore.video.read_frames` pass. The arrays are the same either way."""
     from tempcore.benchmarks import resolve_video
+    from tempcore.framestore import active_store, video_key
     from tempcore.video import read_frames
 
     wanted = sorted({i for it in items for i in it.frames.indices})
     if not wanted:
         return {}
     s = items[0].sample
-    batch = read_frames(resolve_video(s, video_root), wanted, items[0].condition.fps, start=s.start, end=s.end,
-                        media=s.media)
+    path, fps = resolve_video(s, video_root), items[0].condition.fps
+
+    def decode(positions: list[int]) -> FrameBatch:
+        return read_frames(path, positions, fps, start=s.start, end=s.end, media=s.media)
+
+    store = active_store()
+    if store is not None:
+        return store.frames(video_key(path, s.start, s.end, s.media, fps), wanted, decode)
+    batch = decode(wanted)
     return {int(i): batch.frames[j] for j, i in enumerate(wanted)}
 
 
@@ -839,8 +894,12 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, encoder: FrameTextEncoder | None = None) -> None:
+    def __init__(self, encoder: FrameTextEncoder | None = None, *, keep_frames: bool = True) -> None:
         self.encoder = encoder
+        #: keep the frames answering shows from the scoring pass (one decode per video,
+        #: :mod:`tempcore.framestore`); ``False`` decodes them again for every unit and model
+        self.keep_frames = keep_frames
+        self.frames: FrameStore | None = None
 
     def prepare(
         self, cfg: RunConfig, *, encoder: FrameTextEncoder | None, progress: bool,
@@ -859,11 +918,24 @@ class LocalExecutor:
         self, samples: Sequence[Sample], modes: Sequence[str], *, cfg: RunConfig, cache: EmbeddingCache | None,
         video_root: str | None, label: str, log: Callable[[str], None], progress: bool,
     ) -> Timelines:
+        from tempcore import profiling
+
+        keep = None
+        if self.keep_frames:
+            from functools import partial
+
+            from tempcore.framestore import FrameStore, RunKeeper, needed_positions, use_store
+
+            if self.frames is None:
+                self.frames = FrameStore()
+                use_store(self.frames)  # read by _load_frames while answering (this thread)
+            keep = RunKeeper(self.frames, partial(needed_positions, cfg), modes, cfg.fps)
         b = bar(len(samples), f"{label}: frames", progress)
         try:
-            events = frame_events(samples, modes, fps=cfg.fps, encoder=self.encoder if modes else None, cache=cache,
-                                  video_root=video_root, on_sample=lambda _s: b.update(1))
-            return collect_timelines(events, modes, log)
+            with profiling.section("score frames" if modes else "probe frames"):
+                events = frame_events(samples, modes, fps=cfg.fps, encoder=self.encoder if modes else None,
+                                      cache=cache, video_root=video_root, on_sample=lambda _s: b.update(1), keep=keep)
+                return collect_timelines(events, modes, log)
         finally:
             close_bar(b)
 
@@ -884,4 +956,11 @@ class LocalExecutor:
                 model.close()
 
     def close(self) -> None:
-        """Nothing to release: the encoder belongs to the caller or to this run's process."""
+        """Drop the kept frames (the encoder belongs to the caller or to this run's process)."""
+        if self.frames is not None:
+            from tempcore.framestore import active_store, use_store
+
+            if active_store() is self.frames:
+                use_store(None)
+            self.frames.close()
+            self.frames = None

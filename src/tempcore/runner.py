@@ -112,6 +112,7 @@ if TYPE_CHECKING:
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.models.base import Model, ModelSpec
     from tempcore.store import RunStore
+    from tempcore.video import DecodeCounter
 
 __all__ = [
     "GREY",
@@ -145,6 +146,9 @@ class RunSummary:
     predictions_file: str | None = None
     #: per model, what the early-stopped oracle asked (:func:`_answer_in_waves`); empty without one
     oracle_early_stop: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    #: decoding passes of this run in this process (:meth:`tempcore.video.DecodeCounter.summary`:
+    #: ``videos``, ``passes``, ``max_per_video``, ``per_video``, ``by_kind``); ``None`` for a dry run
+    decodes: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -155,6 +159,7 @@ class RunSummary:
             "benchmarks": self.benchmarks,
             "models": [vars(m) for m in self.models],
             "predictions_file": self.predictions_file,
+            "decodes": self.decodes,
         }
         if self.oracle_early_stop:
             out["oracle_early_stop"] = self.oracle_early_stop
@@ -343,12 +348,15 @@ def run(
 
     from tempcore.encoders.cache import EmbeddingCache, default_cache_dir
     from tempcore.store import RunStore
+    from tempcore.video import count_decodes
 
     executor = executor if executor is not None else _executor_for(cfg, names)
     try:
-        return _execute(cfg, specs, out, store_path, executor, limit=limit, shard=shard, progress=progress,
-                        log=log, model_factory=model_factory, encoder=encoder, recompute=recompute,
-                        cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore)
+        with count_decodes() as decodes:
+            return _execute(cfg, specs, out, store_path, executor, limit=limit, shard=shard, progress=progress,
+                            log=log, model_factory=model_factory, encoder=encoder, recompute=recompute,
+                            cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore,
+                            decodes=decodes)
     finally:
         executor.close()
 
@@ -371,7 +379,7 @@ def _execute(
     cfg: RunConfig, specs: list[tuple[ModelSpec, str]], out: Path, store_path: Path, executor: Executor, *,
     limit: int | None, shard: tuple[int, int] | None, progress: bool, log: Callable[[str], None],
     model_factory: Callable[[ModelSpec], Model] | None, encoder: FrameTextEncoder | None, recompute: bool,
-    cache: EmbeddingCache, store_type: type[RunStore],
+    cache: EmbeddingCache, store_type: type[RunStore], decodes: DecodeCounter | None = None,
 ) -> RunSummary:
     """The run proper: plan every benchmark, check identities, hand the jobs to ``executor``.
 
@@ -437,7 +445,7 @@ def _execute(
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)
         totals = {m: n for (m,), n in store.count_by("model").items()}
     result = RunSummary(str(out), str(store_path), run_id, bench_info, summaries, predictions_file=predictions_file,
-                        oracle_early_stop=early)
+                        oracle_early_stop=early, decodes=None if decodes is None else decodes.summary())
     _print_summary(result, log)
     _write_summary(out, result, totals)
     return result
@@ -922,6 +930,9 @@ def _print_summary(summary: RunSummary, log: Callable[[str], None]) -> None:
         if info.get("damaged_videos"):
             what = "skipped" if info.get("damaged_skipped") else "answered and flagged (video_damage)"
             log(f"  {name}: {info['damaged_videos']} damaged video(s), {what}")
+    d = summary.decodes
+    if d and d["videos"]:
+        log(f"  decodes: {d['passes']} pass(es) over {d['videos']} video(s), at most {d['max_per_video']} per video")
     if summary.predictions_file:
         log(f"  predictions: {summary.predictions_file}")
     log(f"  store: {summary.store}")

@@ -35,14 +35,18 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from tempcore import profiling
 from tempcore.encoders.base import FrameTextEncoder, SupportsPreparedImages, TextEncoding
 from tempcore.encoders.cache import CachedEmbeddings, CacheKey, EmbeddingCache, default_cache_dir
 from tempcore.errors import TempcoreError
 from tempcore.records import Sample
+
+if TYPE_CHECKING:
+    from tempcore.video import FrameBatch
 
 MODES = ("q", "qa")
 QA_JOIN = "{question} {answer}"
@@ -222,6 +226,33 @@ class ScoreFailure:
         return f"sample {self.sample_id}: {self.video}: {self.error}"
 
 
+# --- keeping frames for answering --------------------------------------------------------------
+
+
+class FrameSink(Protocol):
+    """Where a video's decoded frames go while it is scored (:class:`tempcore.framestore.FrameSpool`)."""
+
+    def add(self, batch: FrameBatch) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class FrameKeeper(Protocol):
+    """What :func:`score_samples` tells about each video it scores, so the frames answering needs
+    can be kept from this one decoding pass (:mod:`tempcore.framestore`).
+
+    ``sink(path, samples)`` is called before a video (shared by ``samples``) is decoded or read
+    from the cache and returns where its decoded frames go (``None``: nowhere); ``done(path,
+    samples, records, sink)`` once its scores are known (``records``: the FrameScores of its
+    samples; ``sink`` the one returned, which received every frame when the video was decoded, and
+    none on a cache hit), before they are yielded. The sink is closed afterwards in every case."""
+
+    def sink(self, path: Path, samples: Sequence[Sample]) -> FrameSink | None: ...
+
+    def done(self, path: Path, samples: Sequence[Sample], records: Sequence[FrameScores],
+             sink: FrameSink | None) -> None: ...
+
+
 # --- decoding / encoding pipeline --------------------------------------------------------------
 
 _END = object()
@@ -343,6 +374,7 @@ def frame_embeddings(
     size: tuple[int, int] | None = None,
     threads: int = 0,
     folder_fps: float | None = None,
+    on_batch: Callable[[FrameBatch], None] | None = None,
 ) -> FrameEmbeddings:
     """Embeddings of every frame decoded at ``fps`` from a sample's video (its segment) or a path.
 
@@ -352,7 +384,9 @@ def frame_embeddings(
     :data:`tempcore.video.DEFAULT_FOLDER_FPS`); both are part of the cache key. With a ``cache``, a stored entry is returned without
     decoding; otherwise the frames are decoded (background thread), preprocessed (another
     background thread, when the encoder supports :class:`SupportsPreparedImages`) and encoded in
-    batches of ``batch_size`` (default: the encoder's), and the result is stored.
+    batches of ``batch_size`` (default: the encoder's), and the result is stored. ``on_batch`` is
+    called with every decoded :class:`~tempcore.video.FrameBatch` (in order; not on a cache hit),
+    e.g. to keep the frames answering will show (:mod:`tempcore.framestore`).
     Raises the decoder's named :class:`~tempcore.video.VideoError` s, or :class:`NoFramesError`.
     """
     from tempcore.video import DEFAULT_FOLDER_FPS, VideoNotFoundError, VideoReader
@@ -408,16 +442,24 @@ def frame_embeddings(
     prepare = encoder.prepare_images if isinstance(encoder, SupportsPreparedImages) else None
     batches: Iterator[Any] = _background(reader)
     if prepare is not None:
-        batches = _background(batches, lambda b: (b, prepare(b.frames)))
+        def prepared(b: Any) -> tuple[Any, Any]:
+            with profiling.section("prepare images"):
+                return b, prepare(b.frames)
+
+        batches = _background(batches, prepared)
     embs, times, idxs = [], [], []
     try:
         for item in batches:
             if prepare is not None:
                 batch, prepared = item
-                emb = encoder.encode_prepared(prepared)  # type: ignore[attr-defined]
+                with profiling.section("encode"):
+                    emb = encoder.encode_prepared(prepared)  # type: ignore[attr-defined]
             else:
                 batch = item
-                emb = encoder.encode_images(batch.frames)
+                with profiling.section("encode"):
+                    emb = encoder.encode_images(batch.frames)
+            if on_batch is not None:
+                on_batch(batch)
             embs.append(np.asarray(emb, dtype=np.float32))
             times.append(np.asarray(batch.timestamps, dtype=np.float64))
             idxs.append(np.asarray(batch.indices, dtype=np.int64))
@@ -564,6 +606,7 @@ def score_samples(
     batch_size: int | None = None,
     text_batch: int = 256,
     on_sample: Callable[[Sample], None] | None = None,
+    keep: FrameKeeper | None = None,
 ) -> Iterator[FrameScores | ScoreFailure]:
     """Score many samples; yields a :class:`FrameScores` per (sample, mode) or a :class:`ScoreFailure`.
 
@@ -573,6 +616,8 @@ def score_samples(
     in batches of about ``text_batch`` across samples. A sample whose text cannot be built, or whose
     video fails to decode or encode, becomes a ScoreFailure (sample id, video path, error) and the
     run goes on. ``on_sample`` is called once per sample when it is done (progress bars).
+    ``keep`` hears of every video scored (:class:`FrameKeeper`): the frames answering shows can
+    be kept from this decoding pass (:mod:`tempcore.framestore`).
     """
     modes = parse_modes(mode)
     groups: dict[tuple[Any, ...], _Group] = {}
@@ -588,7 +633,7 @@ def score_samples(
             group = pending.pop(0)
             chunk.append(group)
             n_texts += len(group.samples) * len(modes)
-        yield from _score_chunk(chunk, encoder, modes, fps, cache, video_root, batch_size, on_sample)
+        yield from _score_chunk(chunk, encoder, modes, fps, cache, video_root, batch_size, on_sample, keep)
 
 
 def _score_chunk(
@@ -600,6 +645,7 @@ def _score_chunk(
     video_root: str | os.PathLike[str] | None,
     batch_size: int | None,
     on_sample: Callable[[Sample], None] | None,
+    keep: FrameKeeper | None = None,
 ) -> Iterator[FrameScores | ScoreFailure]:
     texts: list[str] = []
     rows: dict[str, int] = {}
@@ -624,41 +670,56 @@ def _score_chunk(
                     rows[text] = len(texts)
                     texts.append(text)
                 wanted[(id(sample), m)] = (text, rows[text])
-    encoding = encoder.encode_texts(texts) if texts else None
+    with profiling.section("encode"):
+        encoding = encoder.encode_texts(texts) if texts else None
 
     for group in chunk:
         needs_video = any((id(s), m) in wanted for s in group.samples for m in modes)
         frames: FrameEmbeddings | None = None
         video_error: str | None = None
-        if needs_video:
-            try:
-                frames = frame_embeddings(
-                    group.samples[0],
-                    encoder,
-                    fps=fps,
-                    cache=cache,
-                    video_root=video_root,
-                    batch_size=batch_size,
-                )
-            except Exception as exc:  # a failed video is reported and skipped, never fatal
-                video_error = f"{type(exc).__name__}: {exc}"
-        for sample in group.samples:
-            if id(sample) in text_failures:
-                yield text_failures[id(sample)]
-            todo = [m for m in modes if (id(sample), m) in wanted]
-            if todo and frames is None:
-                yield ScoreFailure(
-                    sample.benchmark,
-                    sample.sample_id,
-                    str(group.path),
-                    video_error or "no frames",
-                    "video",
-                    tuple(todo),
-                )
-            elif frames is not None and encoding is not None:
-                for m in todo:
-                    text, row = wanted[(id(sample), m)]
-                    yield _scores(sample, m, frames, text, encoding, row, encoder.name, fps)
+        sink = keep.sink(group.path, group.samples) if keep is not None and needs_video else None
+        try:
+            if needs_video:
+                try:
+                    frames = frame_embeddings(
+                        group.samples[0],
+                        encoder,
+                        fps=fps,
+                        cache=cache,
+                        video_root=video_root,
+                        batch_size=batch_size,
+                        on_batch=None if sink is None else sink.add,
+                    )
+                except Exception as exc:  # a failed video is reported and skipped, never fatal
+                    video_error = f"{type(exc).__name__}: {exc}"
+            out: list[tuple[Sample, list[FrameScores | ScoreFailure]]] = []
+            for sample in group.samples:
+                records: list[FrameScores | ScoreFailure] = []
+                if id(sample) in text_failures:
+                    records.append(text_failures[id(sample)])
+                todo = [m for m in modes if (id(sample), m) in wanted]
+                if todo and frames is None:
+                    records.append(ScoreFailure(
+                        sample.benchmark,
+                        sample.sample_id,
+                        str(group.path),
+                        video_error or "no frames",
+                        "video",
+                        tuple(todo),
+                    ))
+                elif frames is not None and encoding is not None:
+                    for m in todo:
+                        text, row = wanted[(id(sample), m)]
+                        records.append(_scores(sample, m, frames, text, encoding, row, encoder.name, fps))
+                out.append((sample, records))
+            if keep is not None and frames is not None:
+                keep.done(group.path, group.samples,
+                          [r for _s, rs in out for r in rs if isinstance(r, FrameScores)], sink)
+        finally:
+            if sink is not None:
+                sink.close()
+        for sample, records in out:
+            yield from records
             if on_sample is not None:
                 on_sample(sample)
 
@@ -670,7 +731,9 @@ __all__ = [
     "QA_JOIN",
     "EmbeddingCache",
     "FrameEmbeddings",
+    "FrameKeeper",
     "FrameScores",
+    "FrameSink",
     "NoFramesError",
     "ScoreFailure",
     "ScoringError",

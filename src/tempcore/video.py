@@ -57,10 +57,13 @@ one undecided decoded frame (plus FFmpeg's own thread buffers) is held between b
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 import os
 import re
 import sys
+import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
@@ -84,7 +87,9 @@ __all__ = [
     "VideoError",
     "VideoInfo",
     "VideoNotFoundError",
+    "DecodeCounter",
     "VideoReader",
+    "count_decodes",
     "probe",
     "read_frames",
 ]
@@ -145,6 +150,65 @@ class FrameIndexError(VideoError, IndexError):
     """A requested frame position is outside the decoded sequence 0..L-1."""
 
     kind = "frame position out of range"
+
+
+# --- counting decoding passes ---------------------------------------------------------------
+
+
+class DecodeCounter:
+    """Decoding passes made in this process while it is active (:func:`count_decodes`), per video.
+
+    A *pass* is one iteration of :class:`VideoReader`, one :func:`probe` or one :func:`read_frames`
+    (each opens the file and decodes it from the start, or from a seek, onwards). A *video* is a
+    file (its absolute path) x segment (``start``, ``end``): two segments of one file are decoded
+    in two passes by design. Opening a file to check it (``VideoReader``'s constructor) is not a
+    pass. Passes in other processes (Ray actors) are not seen. ``by_kind``: passes per kind
+    (``read``: :class:`VideoReader`, ``probe``, ``frames``: :func:`read_frames`)."""
+
+    def __init__(self) -> None:
+        self.passes: collections.Counter[tuple[str, float | None, float | None]] = collections.Counter()
+        self.by_kind: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def note(self, path: str | os.PathLike[str], start: float | None, end: float | None, kind: str) -> None:
+        with self._lock:
+            self.passes[(os.path.abspath(path), start, end)] += 1
+            self.by_kind[kind] += 1
+
+    def summary(self) -> dict[str, Any]:
+        """``videos`` (distinct file x segment decoded), ``passes``, ``max_per_video``,
+        ``per_video`` (passes / videos, 3 decimals; 0 when nothing was decoded) and ``by_kind``."""
+        with self._lock:
+            videos, passes = len(self.passes), sum(self.passes.values())
+            return {"videos": videos, "passes": passes, "max_per_video": max(self.passes.values(), default=0),
+                    "per_video": round(passes / videos, 3) if videos else 0.0, "by_kind": dict(sorted(self.by_kind.items()))}
+
+
+_COUNTERS: list[DecodeCounter] = []
+_COUNTERS_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def count_decodes() -> Iterator[DecodeCounter]:
+    """Count every decoding pass of this process (any thread) until the block ends (see
+    :class:`DecodeCounter`). Counters nest: each active one sees every pass."""
+    counter = DecodeCounter()
+    with _COUNTERS_LOCK:
+        _COUNTERS.append(counter)
+    try:
+        yield counter
+    finally:
+        with _COUNTERS_LOCK:
+            _COUNTERS.remove(counter)
+
+
+def _note_pass(path: str | os.PathLike[str], start: float | None, end: float | None, kind: str) -> None:
+    if not _COUNTERS:  # nothing counts: one list read
+        return
+    with _COUNTERS_LOCK:
+        counters = list(_COUNTERS)
+    for c in counters:
+        c.note(path, start, end, kind)
 
 
 # --- records ------------------------------------------------------------------------------
@@ -920,6 +984,10 @@ class VideoReader:
         return source, _Pass(source, self.fps, self.start, self.end)
 
     def __iter__(self) -> Iterator[FrameBatch]:
+        from tempcore import profiling
+
+        _note_pass(self.path, self.start, self.end, "read")
+        clock = time.perf_counter()  # decoding time between yields, for tempcore.profiling ("decode")
         source, decode = self._pass()
         try:
             width, height = self.size if self.size is not None else (0, 0)
@@ -941,7 +1009,10 @@ class VideoReader:
                 if n == self.batch_size:
                     batch = FrameBatch(buf, times, idx)
                     del buf
+                    profiling.add("decode", time.perf_counter() - clock)
+                    clock = -1.0  # suspended: the consumer's time is not decoding
                     yield batch
+                    clock = time.perf_counter()
                     del batch
                     buf = pool.take()
                     times = np.empty_like(times)
@@ -949,10 +1020,16 @@ class VideoReader:
                     n = 0
             self._record(decode)
             if n:
-                yield FrameBatch(buf[:n].copy(), times[:n].copy(), idx[:n].copy())
+                last = FrameBatch(buf[:n].copy(), times[:n].copy(), idx[:n].copy())
+                profiling.add("decode", time.perf_counter() - clock)
+                clock = -1.0
+                yield last
+                clock = time.perf_counter()
             decode.raise_if_empty()
         finally:
             source.close()
+            if clock >= 0:
+                profiling.add("decode", time.perf_counter() - clock)
 
     def _record(self, decode: _Pass) -> None:
         self.truncated, self.error = decode.truncated, decode.error
@@ -1011,8 +1088,19 @@ def probe(
 ) -> VideoInfo:
     """Decode the video (without RGB conversion) and report exactly what :class:`VideoReader` yields:
     frame count and timestamps at ``fps``, duration, stream, codec, size, damage."""
+    from tempcore import profiling
+
     _check_args(fps, start, end)
     p = Path(path)
+    _note_pass(p, start, end, "probe")
+    with profiling.section("decode"):
+        return _probe(p, fps, stream, start, end, media, threads, folder_fps, autorotate)
+
+
+def _probe(
+    p: Path, fps: float | None, stream: int, start: float | None, end: float | None, media: str | None,
+    threads: int, folder_fps: float, autorotate: bool,
+) -> VideoInfo:
     source = _open_source(p, stream, media, threads, folder_fps, autorotate)
     try:
         decode = _Pass(source, fps, start, end)
@@ -1093,6 +1181,17 @@ def read_frames(
         return FrameBatch(
             np.empty((0, height, width, 3), np.uint8), np.empty(0, np.float64), np.empty(0, np.int64)
         )
+    from tempcore import profiling
+
+    _note_pass(p, start, end, "frames")
+    with profiling.section("decode"):
+        return _read_frames(p, wanted, fps, stream, start, end, size, media, threads, folder_fps, autorotate)
+
+
+def _read_frames(
+    p: Path, wanted: list[int], fps: float | None, stream: int, start: float | None, end: float | None,
+    size: tuple[int, int] | None, media: str | None, threads: int, folder_fps: float, autorotate: bool,
+) -> FrameBatch:
     needed = set(wanted)
     last = max(needed)
     source = _open_source(p, stream, media, threads, folder_fps, autorotate)

@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also visual answer options (paper 002): TFR / VFP from the world's planted events, "
                    "answered by the zoo through the run store; JSON key 'visual'")
     p.add_argument("--json", action="store_true", help="print the recovery as one JSON object")
+    p.add_argument("--profile", action="store_true",
+                   help="print where the time goes (world, decode, encode, each answerer, diagnostics, report, ...) "
+                   "after the recovery (on stderr with --json); the recovery is the same")
     p.set_defaults(func=run)
 
 
@@ -34,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     result = run_demo(args.out, n_questions=args.questions, quick=args.quick,
                       seed=HELD_OUT_SEED if args.seed is None else args.seed, k=args.k,
-                      progress=not args.no_progress, log=log, visual=args.visual)
+                      progress=not args.no_progress, log=log, visual=args.visual, profile=args.profile)
     if args.json:
         keys = ("scoring", "grounding", "mba", "report", "subset") + (("visual",) if args.visual else ())
         json.dump({k: result[k] for k in keys}, sys.stdout)
@@ -42,4 +45,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         print()
         print(format_demo(result))
+    if args.profile:
+        from tempcore.profiling import format_profile
+
+        d = result["decodes"]
+        table = format_profile(result["profile"], extra={
+            "decoding passes": f"{d['passes']} over {d['videos']} video(s) x segment(s) in all runs of the demo "
+                               f"({', '.join(f'{k} {v}' for k, v in d['by_kind'].items())})"})
+        print("\n" + table, file=sys.stderr if args.json else sys.stdout)
     return 0
