@@ -167,6 +167,99 @@ def demo_overhead(questions: int, repeats: int, ray_init_s: float) -> bool:
     return ok
 
 
+def _cold_run(cfg, folder: Path, env: dict[str, str], address: str | None) -> float:  # noqa: ANN001
+    """Wall time of ``python -m tempcore run --config`` in a fresh process (as a user runs it:
+    Python start, imports, encoder and model loads included); with ``address``, on Ray
+    (``--executor ray --ray-address``)."""
+    import subprocess
+
+    import yaml
+
+    data = json.loads(json.dumps(cfg.to_dict()))
+    data.pop("source", None)
+    if address is not None:
+        data |= {"executor": "ray", "ray": {"model_defaults": {"replicas": 1}}}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "run.yaml").write_text(yaml.safe_dump(data))
+    cmd = [sys.executable, "-m", "tempcore", "run", "--config", str(folder / "run.yaml"), "--no-progress", "--json"]
+    if address is not None:
+        cmd += ["--ray-address", address]
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}): {done.stderr[-3000:]}")
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(m["failed"] == 0 and m["done"] == m["planned"] for m in summary["models"]), summary["models"]
+    return wall
+
+
+def demo_overhead_cold(questions: int, repeats: int, address: str, env: dict[str, str]) -> bool:
+    """The issue's figure as a user meets it: the demo world's ``tempcore run`` in a fresh process,
+    local vs ``--executor ray --ray-address`` on a running cluster (``ray start --head``, started
+    once, not counted), interleaved, each in a fresh run folder and cache; median of the ratios."""
+    import statistics
+
+    from tempcore.demo import HELD_OUT_SEED, demo_config
+    from tempcore.world import generate_world
+
+    ratios = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        world = generate_world(root / "world", questions, HELD_OUT_SEED)
+        print(f"  demo world: {questions} questions (seed {HELD_OUT_SEED}), fresh processes; load before: {_uptime()}")
+        for r in range(repeats):
+            wall = {}
+            for which in (("local", "ray") if r % 2 == 0 else ("ray", "local")):
+                cfg = demo_config(world, root / f"{which}{r}", oracle_windows=4, cache=root / f"cache-{which}{r}")
+                wall[which] = _cold_run(cfg, root / f"{which}{r}", env, address if which == "ray" else None)
+            ratios.append(wall["ray"] / wall["local"])
+            print(f"  repeat {r + 1}: local {wall['local']:.2f} s, ray {wall['ray']:.2f} s = {ratios[-1]:.2f}x "
+                  f"(load {_uptime()})")
+    ratio = statistics.median(ratios)
+    ok = ratio <= 1.3
+    print(f"overhead (demo world, {questions} questions, `tempcore run` in fresh processes, one actor per model, "
+          f"{repeats} interleaved repeats): median {ratio:.2f}x the local wall time (range {min(ratios):.2f}x-"
+          f"{max(ratios):.2f}x; target <= 1.3x): {'ok' if ok else 'NOT MET'}")
+    return ok
+
+
+def _head(env: dict[str, str], log: Path) -> tuple[object, str]:
+    """``ray start --head --block`` (2 CPUs, loopback port of its choosing) in its own process
+    group; returns the process and the cluster's HOST:PORT."""
+    import re
+    import socket
+    import subprocess
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    ray_cli = Path(sys.executable).with_name("ray")
+    out = log.open("w")
+    head = subprocess.Popen([str(ray_cli), "start", "--head", "--block", f"--port={port}", "--num-cpus=2",
+                             "--include-dashboard=false", "--disable-usage-stats"], env=env, stdout=out,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 180
+    while not (found := re.search(r"ray start --address='([^']+)'", log.read_text())):
+        if head.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"ray start --head did not start: {log.read_text()[-2000:]}")
+        time.sleep(0.2)
+    return head, found.group(1)
+
+
+def _stop_head(head) -> None:  # noqa: ANN001
+    import os
+    import signal
+    import subprocess
+
+    os.killpg(head.pid, signal.SIGTERM)
+    try:
+        head.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        os.killpg(head.pid, signal.SIGKILL)
+        head.wait()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--items", type=int, default=160)
@@ -174,8 +267,24 @@ def main() -> int:
     ap.add_argument("--burn", type=float, default=0.02)
     ap.add_argument("--questions", type=int, default=48)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--only", choices=("scale", "overhead", "synthetic"))
+    ap.add_argument("--only", choices=("scale", "overhead", "overhead-inprocess", "synthetic"))
     args = ap.parse_args()
+    if args.only == "overhead":
+        import os
+
+        src = str(Path(__file__).resolve().parents[1] / "src")
+        # one thread per process on both sides (the demo's torch.set_num_threads(1); Ray gives an
+        # actor of num_cpus 1 OMP_NUM_THREADS=1 by itself)
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH", "")) if p),
+                   HF_HUB_OFFLINE="1", RAY_USAGE_STATS_ENABLED="0", RAY_AUTH_MODE="token", OMP_NUM_THREADS="1")
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            head, address = _head(env, Path(tmp) / "head.log")
+            print(f"  ray start --head: {time.perf_counter() - t:.1f} s (once, not counted); cluster {address}")
+            try:
+                return 0 if demo_overhead_cold(args.questions, args.repeats, address, env) else 1
+            finally:
+                _stop_head(head)
     import ray
 
     t = time.perf_counter()
@@ -185,7 +294,7 @@ def main() -> int:
         ok = True
         if args.only in (None, "scale"):
             ok &= scale(args.items, args.latency)
-        if args.only in (None, "overhead"):
+        if args.only in (None, "overhead-inprocess"):
             ok &= demo_overhead(args.questions, args.repeats, ray_init_s)
         if args.only == "synthetic":
             ok &= overhead(args.items, args.burn)
