@@ -399,3 +399,23 @@ def test_import_and_a_ray_config_never_import_ray(tmp_path):
             "print(sorted(m for m in ('ray', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_call_takes_fresh_units_until_one_batch_and_a_tried_unit_goes_alone():
+    """:func:`tempcore.ray_executor._next_call`: consecutive never-tried units until the call holds
+    ``request_batch`` items; a retried unit (or one split out of a failed call) is sent alone,
+    with its own attempt count."""
+    from collections import deque
+
+    from tempcore.ray_executor import _ALONE, _next_call
+
+    units = [[f"u{i}-{j}" for j in range(n)] for i, n in enumerate((3, 3, 3, 5, 2))]
+    queue = deque((u, 0) for u in units)
+    got, attempts = _next_call(queue, 8)  # 3 + 3 < 8, + 3 = 9 >= 8
+    assert (got, attempts) == (units[:3], 0) and list(queue) == [(units[3], 0), (units[4], 0)]
+    queue.appendleft((units[2], 1))  # a retry goes alone, ahead of the fresh ones
+    assert _next_call(queue, 8) == ([units[2]], 1)
+    queue.appendleft((units[1], _ALONE))  # split out of a failed call: alone, no attempt counted yet
+    assert _next_call(queue, 8) == ([units[1]], 0)
+    assert _next_call(queue, 8) == (units[3:], 0) and not queue  # the queue's end closes a short call
+    assert _next_call(deque([(units[0], 0), (units[1], 2), (units[3], 0)]), 100) == ([units[0]], 0)

@@ -15,20 +15,25 @@ two heavy steps happen changes:
   (probing only) a call is one video;
 - **answering**: each model entry gets ``replicas`` *model actors* (``ray.models.<name>``:
   ``replicas``, ``num_gpus``, ``num_cpus``; ``ray.model_defaults`` for the others), each loading
-  its model once; the driver sends them units (one sample's items whose frames fit in
-  ``max_frames_in_memory``, as locally), the actor decodes the frames, answers in batches of
-  ``request_batch`` (:func:`tempcore.executor.answer_unit`) and returns Predictions / Failures.
+  its model once; the driver sends them calls of units (a unit: one sample's items whose frames
+  fit in ``max_frames_in_memory``, as locally; a call: consecutive units until they hold
+  ``request_batch`` items, :func:`_next_call`), the actor answers a call as a local run answers
+  its job (:func:`tempcore.executor.answer_stream`: batches of ``request_batch`` formed across
+  the call's samples, frames decoded ahead by threads while the model answers) and returns
+  Predictions / Failures. (One unit per call, as before, measured 24 calls per model of the
+  reduced demo world, each decoding before answering and answering batches of one sample.)
 
 The driver alone writes the run store (one SQLite writer, local to the driver) and commits each
 unit's results as they arrive (:func:`tempcore.executor.commit`), with at most
-``max_in_flight`` units per actor outstanding, so memory stays flat and a crash of anything loses
+``max_in_flight`` calls per actor outstanding, so memory stays flat and a crash of anything loses
 at most what was in flight: a rerun resumes from the store exactly like a local run (stored keys
 are never asked again).
 
 Faults (the choices): an actor whose process dies is restarted by Ray (``max_restarts``) and the
-call it was running retried (``max_task_retries``); a unit whose call still fails (the actor died
-for good, or the model raised) is sent again, to any live actor, until it has failed
-``max_attempts`` times; then each of its items goes to the failures table with the error (never
+call it was running retried (``max_task_retries``); a call that still fails (the actor died
+for good, or the model raised) is split into its units, each sent again alone, to any live actor
+(the failed call counts against none of them), and a unit alone is sent again until it has
+failed ``max_attempts`` times; then each of its items goes to the failures table with the error (never
 into predictions) and the run goes on. A permanently dead actor is replaced by a fresh one. A
 model that cannot load stops the run (as locally); a model that returns the wrong number of
 responses stops it too (:class:`~tempcore.planning.RunError`). A frame-scoring call that keeps
@@ -75,7 +80,7 @@ from tempcore.executor import (
     ModelFactory,
     ModelJob,
     Progress,
-    answer_unit,
+    answer_stream,
     bar,
     close_bar,
     collect_timelines,
@@ -95,7 +100,7 @@ if TYPE_CHECKING:
     from tempcore.scoring import FrameScores, ScoreFailure
     from tempcore.store import RunStore
 
-__all__ = ["ActorResources", "RayExecutor", "RayOptions", "RemoteEncoder"]
+__all__ = ["ActorResources", "PendingEncoder", "RayExecutor", "RayOptions", "RemoteEncoder"]
 
 #: texts per encoder call in :func:`tempcore.scoring.score_samples` (its ``text_batch`` default)
 TEXT_BATCH = 256
@@ -155,7 +160,7 @@ class RayOptions:
                        started for the run and stopped after it;
     runtime_env:       passed to ``ray.init`` (e.g. ``env_vars``, ``py_modules``);
     concurrent_models: all models' actors at once (default: one model after the other);
-    max_in_flight:     units outstanding per actor (default 2: one running, one queued);
+    max_in_flight:     calls outstanding per actor (default 2: one running, one queued);
     max_restarts:      Ray restarts of a dead actor (default 3);
     max_task_retries:  Ray retries of the call a dead actor was running (default 3);
     max_attempts:      tries of one unit before its items go to the failures table (default 3);
@@ -308,13 +313,17 @@ class _Worker:
         return str(self.model.name)
 
     def answer(
-        self, loading: tuple[str, ModelSpec, ModelFactory], unit: list[WorkItem], video_root: str | None,
-        method: str, template: str, noframe_size: int, request_batch: int, identity: Identity,
+        self, loading: tuple[str, ModelSpec, ModelFactory], units: list[list[WorkItem]],
+        video_root_of: Mapping[str, str | None], method: str, template: str, noframe_size: int,
+        request_batch: int, identity: Identity,
     ) -> list[Answered]:
+        """Answer a call's units as the local executor answers a job (:func:`answer_stream`:
+        batches of ``request_batch`` formed across the units' samples, frames decoded ahead by
+        threads while the model answers); the results of the whole call, in completion order."""
         self.use_model(loading)
         assert self.model is not None
-        return list(answer_unit(self.model, unit, video_root=video_root, method=method, template=template,
-                                noframe_size=noframe_size, request_batch=request_batch, identity=identity))
+        return list(answer_stream(self.model, units, video_root_of=video_root_of, method=method, template=template,
+                                  noframe_size=noframe_size, request_batch=request_batch, identity=identity))
 
 
 @dataclass(frozen=True)
@@ -323,6 +332,24 @@ class RemoteEncoder:
 
     name: str
     fingerprint: str
+
+
+class PendingEncoder:
+    """The encoder the frame actors are loading: what :meth:`RayExecutor.prepare` returns at once,
+    so the driver loads and preflights the benchmarks (and hashes their videos) while the actors
+    start and load it. ``name`` and ``fingerprint`` wait for the load (first use); a load that
+    failed raises :class:`~tempcore.planning.RunError` there (frame scoring asks first)."""
+
+    def __init__(self, wait: Callable[[], RemoteEncoder]) -> None:
+        self._wait = wait
+
+    @property
+    def name(self) -> str:
+        return self._wait().name
+
+    @property
+    def fingerprint(self) -> str:
+        return self._wait().fingerprint
 
 
 def _describe(exc: BaseException) -> str:
@@ -335,6 +362,27 @@ def _describe(exc: BaseException) -> str:
 
 
 # --- the executor -----------------------------------------------------------------------------
+
+#: the attempts of a unit split out of a failed call of several units: it is sent alone from then on
+_ALONE = -1
+
+
+def _next_call(queue: deque[tuple[list[WorkItem], int]], request_batch: int) -> tuple[list[list[WorkItem]], int]:
+    """The units of the next call, taken from the front of ``queue``, and their attempts so far.
+
+    A fresh unit (never tried) takes the fresh units after it until the call holds at least
+    ``request_batch`` items (the choice: one call answers at least one full batch, formed across
+    the samples as a local run forms it, and the per-call costs are paid per batch, not per
+    sample); a unit that was tried before (a retry, or a unit split out of a failed call) goes alone."""
+    unit, attempts = queue.popleft()
+    if attempts != 0:
+        return [unit], max(attempts, 0)
+    units, n = [unit], len(unit)
+    while queue and queue[0][1] == 0 and n < request_batch:
+        nxt, _ = queue.popleft()
+        units.append(nxt)
+        n += len(nxt)
+    return units, 0
 
 
 @dataclass
@@ -370,6 +418,8 @@ class RayExecutor:
         self._frame_actors: list[Any] = []
         self._idle: list[tuple[tuple[float, float], Any]] = []  # (num_cpus, num_gpus), worker
         self._encoding: Any = None  # an object ref of (encoder, name, options)
+        self._encoder_loads: list[Any] = []  # the frame actors' use_encoder calls (prepare)
+        self._remote_encoder: RemoteEncoder | None = None
         self._jobs = 0
         self._encoder: FrameTextEncoder | None = None
         self._encoder_name: str | None = None
@@ -425,10 +475,12 @@ class RayExecutor:
 
     def prepare(
         self, cfg: RunConfig, *, encoder: FrameTextEncoder | None, progress: bool,
-    ) -> RemoteEncoder | None:
-        """Join / start Ray and start the frame actors; returns the encoder they hold (its
-        fingerprint from the first actor), or ``None`` when the run needs no encoder. A loaded
-        ``encoder`` passed by the caller is shipped to the actors (it must pickle)."""
+    ) -> PendingEncoder | None:
+        """Join / start Ray, start the frame actors and have them load the encoder; returns at
+        once (the choice: the actors' start, imports and load overlap the driver's planning) the
+        encoder they hold, its fingerprint from the first actor when first asked
+        (:class:`PendingEncoder`), or ``None`` when the run needs no encoder. A loaded ``encoder``
+        passed by the caller is shipped to the actors (it must pickle)."""
         self._init()
         self._encoder = encoder
         self._encoder_name = cfg.encoder if cfg.needs_encoder or encoder is not None else None
@@ -440,11 +492,24 @@ class RayExecutor:
             return None
         actors = self._start_frame_actors()
         self._encoding = self._ray.put((encoder, self._encoder_name, self._encoder_options))
-        try:
-            got = self._ray.get([a.use_encoder.remote(self._encoding) for a in actors])[0]
-        except Exception as exc:
-            raise RunError(f"encoder {cfg.encoder}: the frame actors could not load it: {_describe(exc)}") from exc
-        return None if got is None else RemoteEncoder(*got)
+        self._encoder_loads = [a.use_encoder.remote(self._encoding) for a in actors]
+        self._remote_encoder = None
+        return PendingEncoder(self._encoder_loaded)
+
+    def _encoder_loaded(self) -> RemoteEncoder:
+        """Wait for the frame actors' encoder loads (once); the first actor's name and fingerprint."""
+        if self._remote_encoder is None:
+            if not self._encoder_loads:
+                raise RunError("frame scoring on Ray needs an encoder: prepare() was not asked to load one")
+            try:
+                got = self._ray.get(self._encoder_loads)[0]
+            except Exception as exc:
+                raise RunError(f"encoder {self._encoder_name}: the frame actors could not load it: "
+                               f"{_describe(exc)}") from exc
+            if got is None:
+                raise RunError(f"encoder {self._encoder_name}: the frame actors loaded no encoder")
+            self._remote_encoder = RemoteEncoder(*got)
+        return self._remote_encoder
 
     # workers
 
@@ -494,6 +559,8 @@ class RayExecutor:
         ray = self._init()
         actors = self._start_frame_actors()
         encoding = self._encoding if modes else None
+        if modes:  # a failed encoder load stops the run here, before any video is sent
+            self._encoder_loaded()
         by_video: dict[tuple[Any, ...], list[Sample]] = {}
         for s in samples:
             key = (str(resolve_video(s, video_root)), s.start, s.end, s.media)
@@ -585,7 +652,7 @@ class RayExecutor:
         self._frame_actors = []
         waiting = deque(jobs)
         pools: list[_Pool] = []
-        inflight: dict[Any, tuple[_Pool, _Slot, list[WorkItem], int]] = {}
+        inflight: dict[Any, tuple[_Pool, _Slot, list[list[WorkItem]], int]] = {}
         cap = self.options.max_in_flight
 
         def submit(pool: _Pool) -> None:
@@ -594,12 +661,12 @@ class RayExecutor:
                 if not live:
                     return
                 slot = min(live, key=lambda s: s.busy)
-                unit, attempts = pool.queue.popleft()
+                units, attempts = _next_call(pool.queue, settings.request_batch)
                 job = pool.job
-                ref = slot.actor.answer.remote(
-                    pool.loading, unit, settings.video_root_of.get(unit[0].sample.benchmark), job.method, job.template,
-                    settings.noframe_size, settings.request_batch, job.identity)
-                inflight[ref] = (pool, slot, unit, attempts)
+                roots = {b: settings.video_root_of.get(b) for b in {u[0].sample.benchmark for u in units}}
+                ref = slot.actor.answer.remote(pool.loading, units, roots, job.method, job.template,
+                                               settings.noframe_size, settings.request_batch, job.identity)
+                inflight[ref] = (pool, slot, units, attempts)
                 slot.busy += 1
                 pool.inflight += 1
 
@@ -615,13 +682,13 @@ class RayExecutor:
                 if not inflight:
                     continue
                 [ref], _ = ray.wait(list(inflight), num_returns=1)
-                pool, slot, unit, attempts = inflight.pop(ref)
+                pool, slot, units, attempts = inflight.pop(ref)
                 slot.busy -= 1
                 pool.inflight -= 1
                 try:
                     results: list[Answered] = ray.get(ref)
                 except Exception as exc:
-                    self._failed(pool, slot, unit, attempts, exc, store, run_id, factory, log)
+                    self._failed(pool, slot, units, attempts, exc, store, run_id, factory, log)
                 else:
                     for answered in results:
                         commit(store, run_id, answered, pool.job.summary, pool.job.replace)
@@ -632,10 +699,13 @@ class RayExecutor:
                 self._stop_pool(pool)
 
     def _failed(
-        self, pool: _Pool, slot: _Slot, unit: list[WorkItem], attempts: int, exc: BaseException,
+        self, pool: _Pool, slot: _Slot, units: list[list[WorkItem]], attempts: int, exc: BaseException,
         store: RunStore, run_id: str, factory: ModelFactory, log: Callable[[str], None],
     ) -> None:
-        """A unit's call failed: stop on a run error, replace a dead actor, retry or record failures."""
+        """A call failed: stop on a run error, replace a dead actor; a call of several units is
+        split into its units, each sent again alone (the failed try counts against none of them:
+        one unit's fault must not use up the others' attempts); a call of one unit is retried, or
+        its items recorded as failures once it has failed ``max_attempts`` times."""
         from ray.exceptions import ActorDiedError
 
         cause = getattr(exc, "cause", None)
@@ -646,6 +716,10 @@ class RayExecutor:
             slot.alive = False
             log(f"  model {name}: an actor died for good ({_describe(exc)}); starting a new one")
             pool.slots.append(_Slot(self._model_actors(pool.job, pool.loading, 1)[0]))
+        if len(units) > 1:
+            pool.queue.extendleft((u, _ALONE) for u in reversed(units))
+            return
+        unit = units[0]
         if attempts + 1 < self.options.max_attempts:
             pool.queue.appendleft((unit, attempts + 1))
             return
