@@ -658,3 +658,30 @@ def test_built_in_condition_names_are_canonical_strategies():
     assert not _strategies_canonical(coded)
     out = audit_ablations(coded, conditions=["textonly"])
     assert {r["condition"] for r in out["models"]} == {"uniform", "textonly"}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_json_text_is_json_dumps_of_the_audit_byte_for_byte(seed):
+    """``audit_ablations_json`` (what ``--json`` prints; per-sample rows written column-wise) is
+    ``json.dumps(audit_ablations(...))`` exactly, also for ids needing escapes, non-ASCII ids,
+    incomplete samples (NaN OS -> null), one reordering only, and no reordering at all."""
+    from tempcore.diagnostics.ablations import audit_ablations_json
+
+    rows = random_rows(seed)
+    odd = ['q"1', "q\\2", "é3", "☃4", "q\n5", "</6>"]
+    for r in rows:
+        sid = r["sample_id"]
+        if sid.endswith(("1", "4")):
+            r["sample_id"] = odd[int(sid[3:]) % len(odd)] + sid
+    rng = np.random.default_rng(seed)
+    drop = rng.random(len(rows)) < 0.1  # some samples lose a reordering row of one model: no OS
+    kept = [r for r, d in zip(rows, drop) if not (d and r["strategy"] in ("shuffled", "reversed"))]
+    for variant in (kept, [r for r in kept if r["strategy"] != "reversed"],
+                    [r for r in kept if r["strategy"] not in ("shuffled", "reversed")]):
+        for kwargs in ({"n_boot": 100}, {"n_boot": 50, "seed": 4, "video": "single", "tau": 0.3}):
+            text = audit_ablations_json(table(variant), **kwargs)
+            assert text == json.dumps(audit_ablations(table(variant), **kwargs))
+    text = audit_ablations_json(table(kept), n_boot=50)
+    samples = json.loads(text)["order"]["samples"]
+    assert any(s["os_shuffled"] is None for s in samples) and any(isinstance(s["os_shuffled"], float) for s in samples)
+    assert any("☃" in s["sample_id"] for s in samples)

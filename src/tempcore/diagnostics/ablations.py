@@ -812,6 +812,57 @@ class OrderSensitivity:
     def to_json(self) -> dict[str, Any]:
         return {"benchmarks": self.benchmarks, "samples": self.samples()}
 
+    def samples_json(self) -> str:
+        """``json.dumps(self.samples())``, byte for byte, built column-wise: each distinct benchmark,
+        OS value and (shuffled, reversed) pair is serialised once (by ``json.dumps`` itself), the
+        sample ids by the C string encoder of :mod:`json`, and the rows joined in one call (no dict
+        per sample)."""
+        import json
+
+        osh = self.os.get("shuffled", np.full(self.benchmark.size, np.nan))
+        orv = self.os.get("reversed", np.full(self.benchmark.size, np.nan))
+        defined = ~(np.isnan(osh) & np.isnan(orv))
+        n = int(defined.sum())
+        if n == 0:
+            return "[]"
+        bench_text, bench_code = _json_codes(self.benchmark[defined])
+        x_text, x_code = _json_float_codes(osh[defined])
+        y_text, y_code = _json_float_codes(orv[defined])
+        pair_values, pair_code = np.unique(x_code.astype(np.int64) * len(y_text) + y_code, return_inverse=True)
+        tails = np.array([f', "os_shuffled": {x_text[int(v) // len(y_text)]}, "os_reversed": '
+                          f'{y_text[int(v) % len(y_text)]}}}, ' for v in pair_values.tolist()], dtype=object)
+        heads = np.array([f'{{"benchmark": {b}, "sample_id": ' for b in bench_text], dtype=object)
+        ids = self.sample_id[defined].tolist()
+        encode = json.encoder.encode_basestring_ascii
+        id_text = list(map(encode, ids)) if all(type(i) is str for i in ids) else [json.dumps(i) for i in ids]
+        parts = np.empty(3 * n, dtype=object)
+        parts[0::3] = heads[bench_code]
+        parts[1::3] = id_text
+        parts[2::3] = tails[pair_code.reshape(-1)]
+        return "[" + "".join(parts.tolist())[:-2] + "]"  # the last row's ", " dropped
+
+
+def _json_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The ``json.dumps`` text of each distinct value of an object array (first-seen order) and the
+    index of each element's text."""
+    import json
+
+    index: dict[tuple[type, Any], int] = {}  # keyed by type too: 1 and True are distinct values here
+    codes = np.fromiter((index.setdefault((type(v), v), len(index)) for v in values.tolist()), dtype=np.int64,
+                        count=values.size)
+    return [json.dumps(v) for _, v in index], codes
+
+
+def _json_float_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The ``json.dumps`` text of each distinct float64 (distinct by bit pattern, so ``-0.0`` keeps
+    its sign; NaN is ``null``, as :meth:`OrderSensitivity.samples` writes ``None``) and the index
+    of each element's text."""
+    import json
+
+    bits, codes = np.unique(np.ascontiguousarray(values, dtype=np.float64).view(np.int64), return_inverse=True)
+    floats = bits.view(np.float64).tolist()
+    return ["null" if v != v else json.dumps(v) for v in floats], codes.reshape(-1)
+
 
 def order_sensitivity(
     prep: Prepared,
@@ -905,6 +956,38 @@ def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.nd
 # --- everything of `tempcore audit ablations` -------------------------------------------------
 
 
+def _audit(
+    table: Any,
+    *,
+    video: str,
+    conditions: Sequence[str],
+    by: str | None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None,
+    tau: float,
+    lam: float,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    filters: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    """:func:`audit_ablations` with ``order`` still an :class:`OrderSensitivity`."""
+    names = [video] + [c for c in conditions if c != video]
+    prep = prepare(table, names, by=by, task_of_sample=task_of_sample, n_options_of_sample=n_options_of_sample,
+                   filters=filters)
+    have = [c for i, c in enumerate(prep.conditions) if c == video or not np.isnan(prep.correct[i]).all()]
+    if np.isnan(prep.correct[0]).all():
+        raise DiagnosticsError(f"the predictions have no rows of the video condition {video!r}")
+    if len(have) < len(prep.conditions):
+        keep = [prep.conditions.index(c) for c in have]
+        prep = Prepared(prep.enc, have, prep.correct[keep], prep.answer[keep], prep.task_code, prep.tasks,
+                        prep.n_options)
+    rows, averages = ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
+    category = taxonomy_of(prep, tau=tau, lam=lam) if any(c in have for c in REORDERINGS) else None
+    order = order_sensitivity(prep, video=video, tau=tau, category=category)
+    return {"models": rows, "averages": averages, "agreement": agreement(prep), "order": order}
+
+
 def audit_ablations(
     table: Any,
     *,
@@ -922,20 +1005,42 @@ def audit_ablations(
 ) -> dict[str, Any]:
     """The JSON object of ``tempcore audit ablations --json``: ``models``, ``averages``, ``agreement``,
     ``order`` (see the module docstring). Conditions without rows are left out."""
-    names = [video] + [c for c in conditions if c != video]
-    prep = prepare(table, names, by=by, task_of_sample=task_of_sample, n_options_of_sample=n_options_of_sample,
-                   filters=filters)
-    have = [c for i, c in enumerate(prep.conditions) if c == video or not np.isnan(prep.correct[i]).all()]
-    if np.isnan(prep.correct[0]).all():
-        raise DiagnosticsError(f"the predictions have no rows of the video condition {video!r}")
-    if len(have) < len(prep.conditions):
-        keep = [prep.conditions.index(c) for c in have]
-        prep = Prepared(prep.enc, have, prep.correct[keep], prep.answer[keep], prep.task_code, prep.tasks,
-                        prep.n_options)
-    rows, averages = ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
-    category = taxonomy_of(prep, tau=tau, lam=lam) if any(c in have for c in REORDERINGS) else None
-    order = order_sensitivity(prep, video=video, tau=tau, category=category)
-    return {"models": rows, "averages": averages, "agreement": agreement(prep), "order": order.to_json()}
+    out = _audit(table, video=video, conditions=conditions, by=by, task_of_sample=task_of_sample,
+                 n_options_of_sample=n_options_of_sample, tau=tau, lam=lam, n_boot=n_boot,
+                 confidence=confidence, seed=seed, filters=filters)
+    out["order"] = out["order"].to_json()
+    return out
+
+
+def audit_ablations_json(
+    table: Any,
+    *,
+    video: str = "uniform",
+    conditions: Sequence[str] = ABLATIONS,
+    by: str | None = None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None = None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None = None,
+    tau: float = 0.15,
+    lam: float = 0.5,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = 0,
+    filters: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """The text ``tempcore audit ablations --json`` prints: ``json.dumps(audit_ablations(...))``
+    byte for byte (the same arguments), with the per-sample order rows written column-wise by
+    :meth:`OrderSensitivity.samples_json` instead of one dict per sample."""
+    import json
+
+    out = _audit(table, video=video, conditions=conditions, by=by, task_of_sample=task_of_sample,
+                 n_options_of_sample=n_options_of_sample, tau=tau, lam=lam, n_boot=n_boot,
+                 confidence=confidence, seed=seed, filters=filters)
+    order: OrderSensitivity = out["order"]
+    out["order"] = {"benchmarks": order.benchmarks, "samples": []}
+    text = json.dumps(out)
+    if not text.endswith('"samples": []}}'):  # the order samples are the last member of the object
+        raise AssertionError("audit_ablations_json: the object no longer ends with the order samples")
+    return text[:-len("[]}}")] + order.samples_json() + "}}"
 
 
 def result_tables(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -976,6 +1081,7 @@ __all__ = [
     "agreement",
     "agreement_measures",
     "audit_ablations",
+    "audit_ablations_json",
     "order_sensitivity",
     "prepare",
     "result_tables",
