@@ -685,3 +685,76 @@ def test_json_text_is_json_dumps_of_the_audit_byte_for_byte(seed):
     samples = json.loads(text)["order"]["samples"]
     assert any(s["os_shuffled"] is None for s in samples) and any(isinstance(s["os_shuffled"], float) for s in samples)
     assert any("☃" in s["sample_id"] for s in samples)
+
+
+def _parquet_round_trip(tmp_path, rows, name, row_group_size=37):
+    """``rows`` written to Parquet in small row groups and read back: columns chunked alike, the
+    string columns dictionary-coded with one shared dictionary (the one-pass path of ``prepare``)."""
+    import pyarrow.parquet as pq
+
+    t = table(rows)
+    for col in ("benchmark", "sample_id", "model", "strategy", "mode", "task"):
+        if col in t.column_names:
+            t = t.set_column(t.column_names.index(col), col, pc_dictionary(t.column(col)))
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(t, path, row_group_size=row_group_size)
+    return pq.read_table(path)
+
+
+def pc_dictionary(column):
+    import pyarrow.compute as pc
+
+    return pc.dictionary_encode(column.combine_chunks())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_pass_prepare_equals_the_general_path(tmp_path, seed):
+    """``prepare`` over a Parquet file's chunks in one pass gives the arrays, codes and audit of the
+    general path (an EncodedPredictions given to it), with MaxProb / MinProb rows of another mode
+    beside the conditions, some rows of other strategies, and the general path's errors for a
+    duplicate, a missing correctness, a mixed ambiguous column (a number, a dictionary) and a task
+    varying within a sample."""
+    from tempcore.diagnostics.ablations import _prepare_by_chunk
+    from tempcore.diagnostics.table import EncodedPredictions
+
+    rows = random_rows(seed)
+    extra = [dict(r, strategy=s, mode="qa") for r in rows if r["strategy"] == "uniform" for s in ("maxprob", "minprob")]
+    rows = rows + extra
+    rng = np.random.default_rng(seed)
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    t = _parquet_round_trip(tmp_path, rows, "plain")
+    assert t.column("sample_id").num_chunks > 3
+    conds = ["uniform", "textonly", "noframe", "single", "shuffled", "reversed"]
+    fast = _prepare_by_chunk(t, conds, by=None, task_of_sample=None, n_options_of_sample=None, filters=None)
+    assert fast is not None
+    slow = prepare(EncodedPredictions.from_table(t), conds)
+    assert (fast.enc.sample_benchmark, fast.enc.sample_id, fast.models) == \
+        (slow.enc.sample_benchmark, slow.enc.sample_id, slow.models)
+    assert fast.enc.sample_code.tolist() == slow.enc.sample_code.tolist()
+    assert fast.enc.model_code.tolist() == slow.enc.model_code.tolist()
+    np.testing.assert_array_equal(fast.correct, slow.correct)
+    np.testing.assert_array_equal(fast.answer, slow.answer)
+    np.testing.assert_array_equal(fast.task_code, slow.task_code)
+    np.testing.assert_array_equal(fast.n_options, slow.n_options)
+    assert fast.tasks == slow.tasks and fast.conditions == slow.conditions
+    assert audit_ablations(t, n_boot=100) == audit_ablations(EncodedPredictions.from_table(t), n_boot=100)
+    tasks = {(r["benchmark"], r["sample_id"]): "x" + r["task"] for r in rows}
+    assert audit_ablations(t, n_boot=50, task_of_sample=tasks) == \
+        audit_ablations(EncodedPredictions.from_table(t), n_boot=50, task_of_sample=tasks)
+    # the errors: the one-pass path declines, the general path raises
+    bad_rows = {
+        "duplicate": rows + [rows[5]],
+        "mixed": rows + [dict(rows[0], strategy="single", k=4, sample_id="new")],
+        "task": rows + [dict(rows[0], strategy="maxprob", model="other", task="elsewhere")],
+        "mixed mode": rows + [dict(rows[0], strategy="single", mode="qa", sample_id="new")],
+        "missing": rows + [dict(rows[0], strategy="single", correct=None, sample_id="new")],
+    }
+    for name, bad in bad_rows.items():
+        tb = _parquet_round_trip(tmp_path, bad, name)
+        assert _prepare_by_chunk(tb, conds, by=None, task_of_sample=None, n_options_of_sample=None,
+                                 filters=None) is None, name
+        with pytest.raises(DiagnosticsError) as fast_err:
+            audit_ablations(tb, n_boot=20)
+        with pytest.raises(DiagnosticsError) as slow_err:
+            audit_ablations(EncodedPredictions.from_table(tb), n_boot=20)
+        assert str(fast_err.value) == str(slow_err.value), name

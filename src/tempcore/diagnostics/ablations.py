@@ -298,6 +298,11 @@ def prepare(
     """
     import pyarrow as pa
 
+    if not isinstance(table, EncodedPredictions):
+        fused = _prepare_by_chunk(table, conditions, by=by, task_of_sample=task_of_sample,
+                                  n_options_of_sample=n_options_of_sample, filters=filters)
+        if fused is not None:
+            return fused
     enc = table if isinstance(table, EncodedPredictions) else encode(table)
     t = enc.table
     conditions = list(dict.fromkeys(conditions))
@@ -361,6 +366,170 @@ def prepare(
         answer[cell] = _ints(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
     task_code, tasks = _tasks(enc, by, task_of_sample)
     n_opt = _n_options(enc, n_options_of_sample)
+    return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
+                    task_code, tasks, n_opt)
+
+
+def _prepare_by_chunk(
+    table: Any,
+    conditions: Sequence[str],
+    *,
+    by: str | None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None,
+    filters: Mapping[str, Mapping[str, Any]] | None,
+) -> Prepared | None:
+    """:func:`prepare` of a pyarrow table (after :func:`encode`'s checks) in one pass over its chunks,
+    when the columns are chunked alike (a Parquet file's row groups): ``benchmark``, ``sample_id``,
+    ``model`` and ``strategy`` dictionary columns whose chunks share one dictionary and have no
+    nulls, integer ``correct`` (no nulls), ``answer`` and ``n_options``. Per chunk, the sample,
+    model and cell of each row and the scatters of correctness, answer, task and option count run
+    on cache-sized pieces; nothing the size of the column is built but the sample and model codes
+    that :class:`EncodedPredictions` keeps. The same arrays as the general path, with the samples
+    and models numbered as :func:`encode` numbers them. ``None`` (take the general path, which also
+    raises its errors) for any other table, a ``rotation`` column, an oracle window, a filter on an
+    asked condition, an ambiguous column mixing values within a condition, a missing correctness,
+    a duplicate cell or a task column varying within a sample."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.table import REQUIRED_COLUMNS, _unify_dictionaries, prepare_table
+
+    conditions = list(dict.fromkeys(conditions))
+    names = table.column_names
+    if any(c not in names for c in REQUIRED_COLUMNS) or "rotation" in names or not table.num_rows:
+        return None
+    if any(c in conditions and flt for c, flt in (filters or {}).items()):
+        return None
+    t = _unify_dictionaries(table)
+    if not _strategies_canonical(t):
+        t = prepare_table(t)
+    if t.column("window").null_count != t.num_rows:
+        return None
+
+    def dictionary_views(name: str) -> list[tuple[int, int, np.ndarray]] | None:
+        column = t.column(name)
+        return _chunk_views(column) if pa.types.is_dictionary(column.type) else None
+
+    views = {name: dictionary_views(name) for name in ("benchmark", "sample_id", "model", "strategy")}
+    first = views["benchmark"]
+    if first is None:
+        return None
+    bounds = [(a, b) for a, b, _ in first]
+
+    def aligned(v: list[tuple[int, int, np.ndarray]] | None) -> list[np.ndarray] | None:
+        return None if v is None or [(a, b) for a, b, _ in v] != bounds else [x for _, _, x in v]
+
+    def integers(name: str, null: int) -> tuple[list[np.ndarray], bool] | None:
+        column = t.column(name)
+        if not pa.types.is_integer(column.type) or [len(c) for c in column.chunks] != [b - a for a, b in bounds]:
+            return None
+        return [(pc.fill_null(c.cast(pa.int64()), null) if c.null_count else c).to_numpy(zero_copy_only=False)
+                for c in column.chunks], bool(column.null_count)
+
+    bench_v, id_v, model_v, strat_v = (aligned(views[n]) for n in ("benchmark", "sample_id", "model", "strategy"))
+    correct_c = integers("correct", -1)
+    if bench_v is None or id_v is None or model_v is None or strat_v is None or correct_c is None or correct_c[1]:
+        return None
+    answer_c = integers("answer", -1) if "answer" in names else None
+    if "answer" in names and answer_c is None:
+        return None
+    ambiguous: list[tuple[list[np.ndarray], list[Any], str]] = []
+    for col in _AMBIGUOUS:
+        if col not in names or _constant(t.column(col)):
+            continue
+        codes = aligned(dictionary_views(col))
+        if codes is None:
+            return None
+        ambiguous.append((codes, t.column(col).chunk(0).dictionary.to_pylist(), col))
+    task_by = by if by is not None else ("task" if "task" in names else None)
+    task_v = None
+    if task_of_sample is None and task_by is not None and task_by in names:
+        task_v = aligned(dictionary_views(task_by))
+    nopt_c = integers("n_options", -1) if n_options_of_sample is None and "n_options" in names else None
+
+    benches = t.column("benchmark").chunk(0).dictionary.to_pylist()
+    ids = t.column("sample_id").chunk(0).dictionary.to_pylist()
+    models = t.column("model").chunk(0).dictionary.to_pylist()
+    width = max(len(ids), 1)
+    n_pairs = max(len(benches), 1) * width
+    wide_s = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
+    present = np.zeros(n_pairs, dtype=bool)  # the (benchmark, sample_id) pairs present, numbered in order
+    keys: list[np.ndarray] = []
+    for bench, sid in zip(bench_v, id_v):
+        key: np.ndarray = bench.astype(wide_s)
+        key *= width
+        key += sid
+        present[key] = True
+        keys.append(key)
+    uniq = np.flatnonzero(present)
+    number = np.cumsum(present, dtype=wide_s) - 1
+    sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist()
+    sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist()
+    n_c, n_s, n_m = len(conditions), int(uniq.size), len(models)
+    wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64
+    lookup = _condition_lookup(t.column("strategy").chunk(0).dictionary.to_pylist(), conditions, wide)
+    sample_code = np.empty(t.num_rows, dtype=wide_s)
+    model_code = np.empty(t.num_rows, dtype=np.int32)
+    correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)
+    answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)
+    task_code = np.full(n_s, -1, dtype=np.int32)
+    n_opt = np.full(n_s, np.nan)
+    mixes = [np.zeros(n_c * len(values), dtype=bool) for _, values, _ in ambiguous]
+    kept = 0
+    for i, (a, b) in enumerate(bounds):
+        sc = number[keys[i]]
+        keys[i] = sc  # the chunk's sample codes, for the task check below
+        sample_code[a:b] = sc
+        mc = model_v[i]
+        model_code[a:b] = mc
+        if task_v is not None:
+            task_code[sc] = task_v[i]
+        if nopt_c is not None:
+            counts = nopt_c[0][i]
+            if nopt_c[1]:
+                ok = counts >= 0
+                n_opt[sc[ok]] = counts[ok]
+            else:
+                n_opt[sc] = counts
+        cond = lookup[strat_v[i]]
+        v = correct_c[0][i]
+        x = answer_c[0][i] if answer_c is not None else None
+        sel = cond >= 0
+        if not sel.all():
+            cond, sc, mc, v = cond[sel], sc[sel], mc[sel], v[sel]
+            x = None if x is None else x[sel]
+            extra = [codes[i][sel] for codes, _, _ in ambiguous]
+        else:
+            extra = [codes[i] for codes, _, _ in ambiguous]
+        if v.size and v.min() < 0:
+            return None
+        for mix, codes, (_, values, _) in zip(mixes, extra, ambiguous):
+            mix[cond * len(values) + codes] = True
+        cell = cond.astype(wide)  # ((condition * S) + sample) * M + model
+        cell *= n_s
+        cell += sc
+        cell *= n_m
+        cell += mc
+        correct[cell] = v
+        answer[cell] = -1 if x is None else x  # the cast of an assignment, as the general path
+        kept += cell.size
+    if any((mix.reshape(n_c, -1).sum(axis=1) > 1).any() for mix in mixes):
+        return None  # a condition mixes values of an ambiguous column: the general path names them
+    if int(np.count_nonzero(~np.isnan(correct))) != kept:
+        return None  # a cell given twice: the general path names it
+    if task_v is not None:
+        for i, tc in enumerate(task_v):
+            if (task_code[keys[i]] != tc).any():
+                return None  # a task varying within a sample: the general path names it
+    enc = EncodedPredictions(t, sample_code, model_code, sample_benchmark, sample_ids, models)
+    if task_v is not None:
+        column = t.column(str(task_by))
+        tasks: list[Any] = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
+    else:
+        task_code, tasks = _tasks(enc, by, task_of_sample)
+    if nopt_c is None:
+        n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
 
@@ -595,6 +764,49 @@ def _bootstrap_means(counts: np.ndarray, values: np.ndarray, n_boot: int,
     return estimate, means
 
 
+def _bootstrap_intervals(counts: Sequence[np.ndarray], values: np.ndarray, n_boot: int, confidence: float,
+                         seed: int) -> list[tuple[float, float, float]]:
+    """:func:`_bootstrap_from_counts` of each of ``counts`` (the same numbers: every row draws from
+    its own ``default_rng(seed)``, and the quantiles of a block of rows are taken in one call, the
+    same linear interpolation along each row as one call per row). Blocks of rows run in threads
+    (numpy's multinomial draws and partitions release the GIL), so the result does not depend on
+    the split."""
+    alpha = (1.0 - confidence) / 2.0
+
+    def block(part: Sequence[np.ndarray]) -> list[tuple[float, float, float]]:
+        drawn = [_bootstrap_means(c, values, n_boot, seed) for c in part]
+        means = [m for _, m in drawn if m is not None]
+        qs = np.quantile(np.stack(means), [alpha, 1.0 - alpha], axis=1).tolist() if means else [[], []]
+        out, at = [], 0
+        for est, m in drawn:
+            if m is None:
+                out.append((est, math.nan, math.nan))
+            else:
+                out.append((est, qs[0][at], qs[1][at]))
+                at += 1
+        return out
+
+    workers = min(len(counts) // 32, _cpu_count(), 4)
+    if workers <= 1:
+        return block(counts)
+    from concurrent.futures import ThreadPoolExecutor
+
+    cuts = np.linspace(0, len(counts), workers + 1).astype(int).tolist()
+    with ThreadPoolExecutor(workers) as pool:
+        parts = pool.map(block, [counts[a:b] for a, b in zip(cuts[:-1], cuts[1:])])
+        return [r for part in parts for r in part]
+
+
+def _cpu_count() -> int:
+    """The CPUs this process may run on."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def ablation_table(
     prep: Prepared,
     *,
@@ -662,7 +874,7 @@ def ablation_table(
     # the resampled means of every drop, then their quantiles in one call (the same numbers as one
     # np.quantile per row: the same linear interpolation along each row)
     boot_rows: list[dict[str, Any]] = []
-    boot_means: list[np.ndarray] = []
+    boot_counts: list[np.ndarray] = []
     n_list, c_list = n.tolist(), correct.tolist()
     low_list, high_list = low.tolist(), high.tolist()
     has_drop = drop_counts.sum(axis=3) > 0
@@ -681,17 +893,12 @@ def ablation_table(
                     "drop": None, "drop_ci_low": None, "drop_ci_high": None,
                 }
                 if ci != vi and has_drop[ci, gi, mi]:
-                    est, means = _bootstrap_means(drop_counts[ci, gi, mi], diff_values, n_boot, seed)
-                    row["drop"] = _num(est)
-                    if means is not None:
-                        boot_rows.append(row)
-                        boot_means.append(means)
+                    boot_rows.append(row)
+                    boot_counts.append(drop_counts[ci, gi, mi])
                 rows.append(row)
-    if boot_means:
-        alpha = (1.0 - confidence) / 2.0
-        qs = np.quantile(np.stack(boot_means), [alpha, 1.0 - alpha], axis=1)  # (2, rows)
-        for row, lo, hi in zip(boot_rows, qs[0].tolist(), qs[1].tolist()):
-            row.update(drop_ci_low=_num(lo), drop_ci_high=_num(hi))
+    for row, (est, lo, hi) in zip(boot_rows, _bootstrap_intervals(boot_counts, diff_values, n_boot, confidence,
+                                                                 seed)):
+        row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
     averages: list[dict[str, Any]] = []
     for mi, model in enumerate(prep.models):
         for bi, bench in enumerate(bench_names):
