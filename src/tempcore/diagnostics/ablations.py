@@ -1035,17 +1035,17 @@ class OrderSensitivity:
         bench_text, bench_code = _json_codes(self.benchmark[defined])
         x_text, x_code = _json_float_codes(osh[defined])
         y_text, y_code = _json_float_codes(orv[defined])
-        pair_values, pair_code = np.unique(x_code.astype(np.int64) * len(y_text) + y_code, return_inverse=True)
+        pair_values, pair_code = _unique_codes(x_code.astype(np.int64) * len(y_text) + y_code)
         tails = np.array([f', "os_shuffled": {x_text[int(v) // len(y_text)]}, "os_reversed": '
                           f'{y_text[int(v) % len(y_text)]}}}, ' for v in pair_values.tolist()], dtype=object)
         heads = np.array([f'{{"benchmark": {b}, "sample_id": ' for b in bench_text], dtype=object)
         ids = self.sample_id[defined].tolist()
         encode = json.encoder.encode_basestring_ascii
-        id_text = list(map(encode, ids)) if all(type(i) is str for i in ids) else [json.dumps(i) for i in ids]
+        id_text = list(map(encode, ids)) if set(map(type, ids)) <= {str} else [json.dumps(i) for i in ids]
         parts = np.empty(3 * n, dtype=object)
         parts[0::3] = heads[bench_code]
         parts[1::3] = id_text
-        parts[2::3] = tails[pair_code.reshape(-1)]
+        parts[2::3] = tails[pair_code]
         return "[" + "".join(parts.tolist())[:-2] + "]"  # the last row's ", " dropped
 
 
@@ -1054,10 +1054,23 @@ def _json_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
     index of each element's text."""
     import json
 
-    index: dict[tuple[type, Any], int] = {}  # keyed by type too: 1 and True are distinct values here
-    codes = np.fromiter((index.setdefault((type(v), v), len(index)) for v in values.tolist()), dtype=np.int64,
-                        count=values.size)
-    return [json.dumps(v) for _, v in index], codes
+    items = values.tolist()
+    if set(map(type, items)) <= {str}:  # strings: one dict of the distinct values, C-level lookups
+        distinct = list(dict.fromkeys(items))
+        index = {v: i for i, v in enumerate(distinct)}
+        return list(map(json.encoder.encode_basestring_ascii, distinct)), \
+            np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
+    keyed: dict[tuple[type, Any], int] = {}  # keyed by type too: 1 and True are distinct values here
+    codes = np.fromiter((keyed.setdefault((type(v), v), len(keyed)) for v in items), dtype=np.int64,
+                        count=len(items))
+    return [json.dumps(v) for _, v in keyed], codes
+
+
+def _unique_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of an integer array, by a sort of the values and a
+    binary search of each (no argsort: cheaper when few values are distinct)."""
+    distinct = np.unique(values)
+    return distinct, np.searchsorted(distinct, values)
 
 
 def _json_float_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -1066,9 +1079,9 @@ def _json_float_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
     of each element's text."""
     import json
 
-    bits, codes = np.unique(np.ascontiguousarray(values, dtype=np.float64).view(np.int64), return_inverse=True)
+    bits, codes = _unique_codes(np.ascontiguousarray(values, dtype=np.float64).view(np.int64))
     floats = bits.view(np.float64).tolist()
-    return ["null" if v != v else json.dumps(v) for v in floats], codes.reshape(-1)
+    return ["null" if v != v else json.dumps(v) for v in floats], codes
 
 
 def order_sensitivity(
