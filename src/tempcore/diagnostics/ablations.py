@@ -438,10 +438,10 @@ def _prepare_by_chunk(
     for col in _AMBIGUOUS:
         if col not in names or _constant(t.column(col)):
             continue
-        codes = aligned(dictionary_views(col))
-        if codes is None:
+        col_codes = aligned(dictionary_views(col))
+        if col_codes is None:
             return None
-        ambiguous.append((codes, t.column(col).chunk(0).dictionary.to_pylist(), col))
+        ambiguous.append((col_codes, t.column(col).chunk(0).dictionary.to_pylist(), col))
     task_by = by if by is not None else ("task" if "task" in names else None)
     task_v = None
     if task_of_sample is None and task_by is not None and task_by in names:
@@ -454,14 +454,15 @@ def _prepare_by_chunk(
     width = max(len(ids), 1)
     n_pairs = max(len(benches), 1) * width
     wide_s = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
-    present = np.zeros(n_pairs, dtype=bool)  # the (benchmark, sample_id) pairs present, numbered in order
-    keys: list[np.ndarray] = []
-    for bench, sid in zip(bench_v, id_v):
-        key: np.ndarray = bench.astype(wide_s)
+    def pair_key(i: int) -> np.ndarray:  # benchmark * width + sample_id of chunk i (recomputed: cache-sized)
+        key: np.ndarray = bench_v[i].astype(wide_s)
         key *= width
-        key += sid
-        present[key] = True
-        keys.append(key)
+        key += id_v[i]
+        return key
+
+    present = np.zeros(n_pairs, dtype=bool)  # the (benchmark, sample_id) pairs present, numbered in order
+    for i in range(len(bounds)):
+        present[pair_key(i)] = True
     uniq = np.flatnonzero(present)
     number = np.cumsum(present, dtype=wide_s) - 1
     sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist()
@@ -469,22 +470,25 @@ def _prepare_by_chunk(
     n_c, n_s, n_m = len(conditions), int(uniq.size), len(models)
     wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64
     lookup = _condition_lookup(t.column("strategy").chunk(0).dictionary.to_pylist(), conditions, wide)
-    sample_code = np.empty(t.num_rows, dtype=wide_s)
-    model_code = np.empty(t.num_rows, dtype=np.int32)
     correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)
-    task_code = np.full(n_s, -1, dtype=np.int32)
     n_opt = np.full(n_s, np.nan)
     mixes = [np.zeros(n_c * len(values), dtype=bool) for _, values, _ in ambiguous]
+    n_t = 0
+    if task_v is not None:  # the (sample, task) pairs present: one per sample, or the task varies
+        n_t = max(len(t.column(str(task_by)).chunk(0).dictionary), 1)
+        if n_s * n_t > 2**26:
+            return None
+        task_pairs = np.zeros(n_s * n_t, dtype=bool)
     kept = 0
-    for i, (a, b) in enumerate(bounds):
-        sc = number[keys[i]]
-        keys[i] = sc  # the chunk's sample codes, for the task check below
-        sample_code[a:b] = sc
+    for i in range(len(bounds)):
+        sc = number[pair_key(i)]
         mc = model_v[i]
-        model_code[a:b] = mc
         if task_v is not None:
-            task_code[sc] = task_v[i]
+            pair = sc.astype(np.int64) if n_s * n_t >= 2**31 else sc.copy()
+            pair *= n_t
+            pair += task_v[i]
+            task_pairs[pair] = True
         if nopt_c is not None:
             counts = nopt_c[0][i]
             if nopt_c[1]:
@@ -519,10 +523,20 @@ def _prepare_by_chunk(
     if int(np.count_nonzero(~np.isnan(correct))) != kept:
         return None  # a cell given twice: the general path names it
     if task_v is not None:
-        for i, tc in enumerate(task_v):
-            if (task_code[keys[i]] != tc).any():
-                return None  # a task varying within a sample: the general path names it
-    enc = EncodedPredictions(t, sample_code, model_code, sample_benchmark, sample_ids, models)
+        per_sample = task_pairs.reshape(n_s, n_t)
+        if (per_sample.sum(axis=1) != 1).any():
+            return None  # a task varying within a sample: the general path names it
+        task_code = per_sample.argmax(axis=1).astype(np.int32)
+
+    def row_codes() -> tuple[np.ndarray, np.ndarray]:  # the per-row codes of encode, when first asked for
+        sample_code = np.empty(t.num_rows, dtype=wide_s)
+        model_code = np.empty(t.num_rows, dtype=np.int32)
+        for i, (a, b) in enumerate(bounds):
+            sample_code[a:b] = number[pair_key(i)]
+            model_code[a:b] = model_v[i]
+        return sample_code, model_code
+
+    enc = _LazyCodes(t, row_codes, sample_benchmark, sample_ids, models)
     if task_v is not None:
         column = t.column(str(task_by))
         tasks: list[Any] = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
@@ -532,6 +546,35 @@ def _prepare_by_chunk(
         n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
+
+
+class _LazyCodes(EncodedPredictions):
+    """:class:`EncodedPredictions` whose per-row ``sample_code`` and ``model_code`` are computed on
+    first use (by ``codes``, from the table's chunks): the analyses of the audit read the
+    (condition x sample x model) arrays, not the rows, so a plain audit never builds them (two
+    column-sized arrays fewer to write)."""
+
+    def __init__(self, table: Any, codes: Any, sample_benchmark: list[str], sample_id: list[str],
+                 models: list[str]) -> None:  # the dataclass fields but the two codes, set by hand
+        self.table = table
+        self.sample_benchmark = sample_benchmark
+        self.sample_id = sample_id
+        self.models = models
+        self._codes = codes
+
+    def _built(self) -> tuple[np.ndarray, np.ndarray]:
+        built: tuple[np.ndarray, np.ndarray] | None = self.__dict__.get("_built_codes")
+        if built is None:
+            built = self.__dict__["_built_codes"] = self._codes()
+        return built
+
+    @property
+    def sample_code(self) -> np.ndarray:  # type: ignore[override]
+        return self._built()[0]
+
+    @property
+    def model_code(self) -> np.ndarray:  # type: ignore[override]
+        return self._built()[1]
 
 
 def _condition_lookup(s_values: Sequence[Any], conditions: list[str], wide: Any) -> np.ndarray:
