@@ -408,6 +408,9 @@ def test_prepare_matrices_order_sensitivity_api():
     assert set(res.os) == {"shuffled"}
     ok = ~np.isnan(res.os["shuffled"])
     assert ((res.classes["shuffled"][ok] == "key") == (np.round(res.os["shuffled"][ok], 12) > 0.15)).all()
+    # exactly the float64 mean of the differences over the panel (every model here has rows)
+    d = prep.correct[0].astype(np.float64) - prep.correct[1].astype(np.float64)
+    np.testing.assert_array_equal(res.os["shuffled"], d.mean(axis=1))
 
 
 # --- label priors on TVBench-shaped files ---------------------------------------------------------

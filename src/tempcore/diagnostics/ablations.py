@@ -978,10 +978,12 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     # 2**24 in float32, else float64): both[a, b] = P_a.P_b, right under a among both = R_a.P_b
     # (a right answer is a present one), under b = P_a.R_b, under both = R_a.R_b
     ftype = np.float32 if n_s < 2**24 else np.float64
-    both_kinds = np.concatenate([~np.isnan(prep.correct), prep.correct > 0.5])  # (2C, S, M): P then R
     gram = np.empty((n_m, 2 * n_c, 2 * n_c), dtype=np.int64)
-    for mi in range(n_m):  # one model's (2C, S) 0/1 matrix at a time: small, cache-sized copies
-        x = both_kinds[:, :, mi].astype(ftype)
+    x = np.empty((2 * n_c, n_s), dtype=ftype)  # one model's 0/1 matrix, P then R, rewritten per model
+    for mi in range(n_m):
+        c = prep.correct[:, :, mi]
+        np.equal(c, c, out=x[:n_c])  # present: not NaN
+        np.greater(c, 0.5, out=x[n_c:])  # right
         gram[mi] = np.rint(np.matmul(x, x.T))
     pp, rp, rr = gram[:, :n_c, :n_c], gram[:, n_c:, :n_c], gram[:, n_c:, n_c:]  # (M, C, C)
     for ai in range(len(conds)):
@@ -1062,11 +1064,11 @@ class OrderSensitivity:
     def to_json(self) -> dict[str, Any]:
         return {"benchmarks": self.benchmarks, "samples": self.samples()}
 
-    def samples_json(self) -> str:
-        """``json.dumps(self.samples())``, byte for byte, built column-wise: each distinct benchmark,
-        OS value and (shuffled, reversed) pair is serialised once (by ``json.dumps`` itself), the
-        sample ids by the C string encoder of :mod:`json`, and the rows joined in one call (no dict
-        per sample)."""
+    def samples_json(self, prefix: str = "", suffix: str = "") -> str:
+        """``prefix + json.dumps(self.samples()) + suffix``, byte for byte, built column-wise: each
+        distinct benchmark, OS value and (shuffled, reversed) pair is serialised once (by
+        ``json.dumps`` itself), the sample ids by the C string encoder of :mod:`json`, and
+        everything joined in one call (no dict per sample, no copy of the text)."""
         import json
 
         osh = self.os.get("shuffled", np.full(self.benchmark.size, np.nan))
@@ -1074,22 +1076,25 @@ class OrderSensitivity:
         defined = ~(np.isnan(osh) & np.isnan(orv))
         n = int(defined.sum())
         if n == 0:
-            return "[]"
+            return prefix + "[]" + suffix
         bench_text, bench_code = _json_codes(self.benchmark[defined])
         x_text, x_code = _json_float_codes(osh[defined])
         y_text, y_code = _json_float_codes(orv[defined])
         pair_values, pair_code = _unique_codes(x_code.astype(np.int64) * len(y_text) + y_code)
-        tails = np.array([f', "os_shuffled": {x_text[int(v) // len(y_text)]}, "os_reversed": '
-                          f'{y_text[int(v) % len(y_text)]}}}, ' for v in pair_values.tolist()], dtype=object)
+        tails = [f', "os_shuffled": {x_text[int(v) // len(y_text)]}, "os_reversed": {y_text[int(v) % len(y_text)]}}}'
+                 for v in pair_values.tolist()]
         heads = np.array([f'{{"benchmark": {b}, "sample_id": ' for b in bench_text], dtype=object)
         ids = self.sample_id[defined].tolist()
         encode = json.encoder.encode_basestring_ascii
         id_text = list(map(encode, ids)) if set(map(type, ids)) <= {str} else [json.dumps(i) for i in ids]
-        parts = np.empty(3 * n, dtype=object)
-        parts[0::3] = heads[bench_code]
-        parts[1::3] = id_text
-        parts[2::3] = tails[pair_code]
-        return "[" + "".join(parts.tolist())[:-2] + "]"  # the last row's ", " dropped
+        parts = np.empty(3 * n + 2, dtype=object)  # prefix + "[", then head, id, tail per row, then "]" + suffix
+        parts[0] = prefix + "["
+        parts[1:-1:3] = heads[bench_code]
+        parts[2:-1:3] = id_text
+        parts[3:-1:3] = np.array([t + ", " for t in tails], dtype=object)[pair_code]
+        parts[-2] = tails[int(pair_code[-1])]  # the last row: no separator
+        parts[-1] = "]" + suffix
+        return "".join(parts.tolist())
 
 
 def _json_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
@@ -1165,8 +1170,10 @@ def order_sensitivity(
                 a, b = a[rows], b[rows]
             if panel.size != n_m:
                 a, b = a[:, panel], b[:, panel]
-            d = a.astype(np.float64) - b.astype(np.float64)  # the same values as a gather by np.ix_
-            values[rows] = d.mean(axis=1)  # NaN when any panel model lacks either value
+            # the mean of the float64 differences, exactly: the differences are -1 / 0 / 1 (or NaN),
+            # so their float32 sum is the same integer, divided in float64 as np.mean divides
+            total = np.subtract(a, b, dtype=np.float32).sum(axis=1, dtype=np.float32)
+            values[rows] = total.astype(np.float64) / panel.size  # NaN when any panel model lacks either value
         os_values[name] = values
         classes[name] = fss_categories(values, tau)
     sensitive = np.zeros(n_s, dtype=bool)
@@ -1303,7 +1310,7 @@ def audit_ablations_json(
     text = json.dumps(out)
     if not text.endswith('"samples": []}}'):  # the order samples are the last member of the object
         raise AssertionError("audit_ablations_json: the object no longer ends with the order samples")
-    return text[:-len("[]}}")] + order.samples_json() + "}}"
+    return order.samples_json(text[:-len("[]}}")], "}}")
 
 
 def result_tables(result: Mapping[str, Any]) -> dict[str, Any]:
