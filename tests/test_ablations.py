@@ -761,3 +761,20 @@ def test_one_pass_prepare_equals_the_general_path(tmp_path, seed):
         with pytest.raises(DiagnosticsError) as slow_err:
             audit_ablations(EncodedPredictions.from_table(tb), n_boot=20)
         assert str(fast_err.value) == str(slow_err.value), name
+
+
+def test_drop_intervals_do_not_depend_on_threads(monkeypatch):
+    """The drop intervals drawn in background threads (blocks of rows, each row its own seeded
+    generator) equal those drawn in the caller's thread, and ablation_table's own."""
+    import tempcore.diagnostics.ablations as ablations
+
+    t = table(random_rows(4) + [dict(r, benchmark="x" + r["benchmark"], sample_id="x" + r["sample_id"]) for r in random_rows(6)])
+    results = []
+    for cpus in (1, 2, 8):
+        monkeypatch.setattr(ablations, "_cpu_count", lambda cpus=cpus: cpus)
+        results.append(audit_ablations(t, n_boot=150, seed=2))
+    assert results[0] == results[1] == results[2]
+    assert sum(r["drop_ci_low"] is not None for r in results[0]["models"]) > 64  # enough rows for threads
+    prep = prepare(t, ["uniform", *ablations.ABLATIONS])
+    rows, _ = ablations.ablation_table(prep, n_boot=150, seed=2)
+    assert rows == results[0]["models"]

@@ -48,7 +48,7 @@ Rows used: ``rotation`` 0 (or none) and no oracle ``window``. Within a condition
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -807,37 +807,43 @@ def _bootstrap_means(counts: np.ndarray, values: np.ndarray, n_boot: int,
     return estimate, means
 
 
-def _bootstrap_intervals(counts: Sequence[np.ndarray], values: np.ndarray, n_boot: int, confidence: float,
-                         seed: int) -> list[tuple[float, float, float]]:
-    """:func:`_bootstrap_from_counts` of each of ``counts`` (the same numbers: every row draws from
-    its own ``default_rng(seed)``, and the quantiles of a block of rows are taken in one call, the
-    same linear interpolation along each row as one call per row). Blocks of rows run in threads
-    (numpy's multinomial draws and partitions release the GIL), so the result does not depend on
-    the split."""
+def _bootstrap_block(part: Sequence[np.ndarray], values: np.ndarray, n_boot: int, confidence: float,
+                     seed: int) -> list[tuple[float, float, float]]:
+    """:func:`_bootstrap_from_counts` of each of ``part`` (the same numbers: every row draws from its
+    own ``default_rng(seed)``, and the quantiles of the block are taken in one call, the same linear
+    interpolation along each row as one call per row)."""
     alpha = (1.0 - confidence) / 2.0
+    drawn = [_bootstrap_means(c, values, n_boot, seed) for c in part]
+    means = [m for _, m in drawn if m is not None]
+    qs = np.quantile(np.stack(means), [alpha, 1.0 - alpha], axis=1).tolist() if means else [[], []]
+    out, at = [], 0
+    for est, m in drawn:
+        if m is None:
+            out.append((est, math.nan, math.nan))
+        else:
+            out.append((est, qs[0][at], qs[1][at]))
+            at += 1
+    return out
 
-    def block(part: Sequence[np.ndarray]) -> list[tuple[float, float, float]]:
-        drawn = [_bootstrap_means(c, values, n_boot, seed) for c in part]
-        means = [m for _, m in drawn if m is not None]
-        qs = np.quantile(np.stack(means), [alpha, 1.0 - alpha], axis=1).tolist() if means else [[], []]
-        out, at = [], 0
-        for est, m in drawn:
-            if m is None:
-                out.append((est, math.nan, math.nan))
-            else:
-                out.append((est, qs[0][at], qs[1][at]))
-                at += 1
-        return out
 
-    workers = min(len(counts) // 32, _cpu_count(), 4)
-    if workers <= 1:
-        return block(counts)
+def _bootstrap_start(counts: Sequence[np.ndarray], values: np.ndarray, n_boot: int, confidence: float,
+                     seed: int) -> Callable[[], list[tuple[float, float, float]]]:
+    """Start :func:`_bootstrap_block` over ``counts`` and return the function that waits for its
+    results (in the order of ``counts``). With more than one CPU and enough rows, blocks of rows run
+    in background threads (numpy's multinomial draws and partitions release the GIL) while the
+    caller goes on with the other analyses; the numbers do not depend on the split."""
+    workers = min(len(counts) // 32, _cpu_count() - 1, 4)  # the caller keeps one CPU
+    if workers < 1:
+        done = _bootstrap_block(counts, values, n_boot, confidence, seed)
+        return lambda: done
     from concurrent.futures import ThreadPoolExecutor
 
     cuts = np.linspace(0, len(counts), workers + 1).astype(int).tolist()
-    with ThreadPoolExecutor(workers) as pool:
-        parts = pool.map(block, [counts[a:b] for a, b in zip(cuts[:-1], cuts[1:])])
-        return [r for part in parts for r in part]
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="tempcore-bootstrap")
+    futures = [pool.submit(_bootstrap_block, counts[a:b], values, n_boot, confidence, seed)
+               for a, b in zip(cuts[:-1], cuts[1:])]
+    pool.shutdown(wait=False)
+    return lambda: [r for f in futures for r in f.result()]
 
 
 def _cpu_count() -> int:
@@ -860,6 +866,21 @@ def ablation_table(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ``models`` rows (accuracy, Wilson interval, drop from video with a paired bootstrap
     interval) and the ``averages`` rows (macro, micro, chance, gain) of the module docstring."""
+    rows, averages, complete = _ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
+    complete()
+    return rows, averages
+
+
+def _ablation_table(
+    prep: Prepared,
+    *,
+    video: str,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Callable[[], None]]:
+    """:func:`ablation_table` with the drop intervals still being drawn: the rows get them (``drop``,
+    ``drop_ci_low``, ``drop_ci_high``) when the returned function is called."""
     conds = prep.conditions
     if video not in conds:
         raise DiagnosticsError(f"the video condition {video!r} is not among the conditions {conds}")
@@ -916,11 +937,14 @@ def ablation_table(
         drop_counts[ci][nonempty] = np.stack([n_minus, n_both - n_plus - n_minus, n_plus], axis=-1)
     # the resampled means of every drop, then their quantiles in one call (the same numbers as one
     # np.quantile per row: the same linear interpolation along each row)
+    has_drop = drop_counts.sum(axis=3) > 0  # never for the video itself
+    # the rows with a drop, in the order of the rows below (model, group, condition)
+    boot_cells = np.argwhere(has_drop.transpose(2, 1, 0)).tolist()
+    finish = _bootstrap_start([drop_counts[ci, gi, mi] for mi, gi, ci in boot_cells], diff_values, n_boot,
+                              confidence, seed)
     boot_rows: list[dict[str, Any]] = []
-    boot_counts: list[np.ndarray] = []
     n_list, c_list = n.tolist(), correct.tolist()
     low_list, high_list = low.tolist(), high.tolist()
-    has_drop = drop_counts.sum(axis=3) > 0
     for mi, model in enumerate(prep.models):
         for gi in range(n_g):
             bench, task = bench_names[gi // n_t], prep.tasks[gi % n_t]
@@ -937,11 +961,11 @@ def ablation_table(
                 }
                 if ci != vi and has_drop[ci, gi, mi]:
                     boot_rows.append(row)
-                    boot_counts.append(drop_counts[ci, gi, mi])
                 rows.append(row)
-    for row, (est, lo, hi) in zip(boot_rows, _bootstrap_intervals(boot_counts, diff_values, n_boot, confidence,
-                                                                 seed)):
-        row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
+
+    def complete() -> None:
+        for row, (est, lo, hi) in zip(boot_rows, finish(), strict=True):
+            row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
     averages: list[dict[str, Any]] = []
     for mi, model in enumerate(prep.models):
         for bi, bench in enumerate(bench_names):
@@ -960,7 +984,7 @@ def ablation_table(
                     "model": model, "benchmark": bench, "condition": cname, "macro": macro, "micro": micro,
                     "chance": ch_mean, "gain": None if ch_mean is None else macro - ch_mean,
                 })
-    return rows, averages
+    return rows, averages, complete
 
 
 # --- answer agreement -------------------------------------------------------------------------
@@ -1252,10 +1276,14 @@ def _audit(
         keep = [prep.conditions.index(c) for c in have]
         prep = Prepared(prep.enc, have, prep.correct[keep], prep.answer[keep], prep.task_code, prep.tasks,
                         prep.n_options)
-    rows, averages = ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
+    # the drop intervals are drawn (in background threads where there are CPUs) while the other
+    # analyses run; complete() waits for them
+    rows, averages, complete = _ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
     category = taxonomy_of(prep, tau=tau, lam=lam) if any(c in have for c in REORDERINGS) else None
     order = order_sensitivity(prep, video=video, tau=tau, category=category)
-    return {"models": rows, "averages": averages, "agreement": agreement(prep), "order": order}
+    agree = agreement(prep)
+    complete()
+    return {"models": rows, "averages": averages, "agreement": agree, "order": order}
 
 
 def audit_ablations(
