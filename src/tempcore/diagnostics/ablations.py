@@ -257,6 +257,9 @@ def _strategies_canonical(table: Any) -> bool:
     col = table.column("strategy")
     if not pa.types.is_dictionary(col.type):
         return False
+    entries = {str(v) for c in col.chunks for v in c.dictionary.to_pylist() if v is not None}
+    if entries <= _BUILT_IN_CONDITIONS:
+        return True  # every dictionary entry (so every used name) is a built-in strategy: no count needed
     used: set[Any] = set()
     for chunk in col.chunks:
         idx = chunk.indices
