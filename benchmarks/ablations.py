@@ -14,6 +14,7 @@ Usage: python benchmarks/ablations.py [--samples 104167] [--repeat 3]
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -91,6 +92,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
 
+    load_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "predictions.parquet"
         t0 = time.perf_counter()
@@ -113,6 +115,7 @@ def main() -> int:
     print(f"per round (audit / read of the same round): median {statistics.median(rounds):.2f}x, "
           f"{', '.join(f'{x:.2f}x' for x in rounds)} (reported)")
     print(f"peak memory of read + audit: {max(peaks):.0f} MB (reported)")
+    print(f"load average (1 min) {load_start[0]:.2f} at the start, {os.getloadavg()[0]:.2f} at the end")
     return 0 if ok else 1
 
 

@@ -904,7 +904,6 @@ def _ablation_table(
     n_t = len(prep.tasks)
     group = bench_code * n_t + prep.task_code  # (S,) benchmark x task
     n_g = len(bench_names) * n_t
-    present = ~np.isnan(prep.correct)  # (C, S, M)
     # sums over the samples of each group: samples sorted by group once, then contiguous reduceat
     order = np.argsort(group, kind="stable")
     g_sorted = group[order]
@@ -917,9 +916,10 @@ def _ablation_table(
     at = starts[nonempty]
     if n_s:
         for ci in range(n_c):
-            p_sorted.append(present[ci][order])
+            c_sorted = prep.correct[ci][order]  # one gather per condition (no (C, S, M) mask)
+            p_sorted.append(c_sorted == c_sorted)  # present: not NaN
             n[ci][nonempty] = _count_runs(p_sorted[ci], at)
-            r_sorted.append((prep.correct[ci][order] > 0.5) & p_sorted[ci])
+            r_sorted.append(c_sorted > 0.5)  # right (NaN > 0.5 is False: a right answer is a present one)
             correct[ci][nonempty] = _count_runs(r_sorted[ci], at)
     low, high = wilson_interval(correct, n, confidence)
     # chance per (benchmark, task): mean of 1 / n_options over the task's samples (NaN if any unknown)
@@ -1242,6 +1242,16 @@ def order_sensitivity(
                             sensitive, category, summary, crossed)
 
 
+def _in_dictionary(column: Any, value: str) -> bool:
+    """``False`` when ``column`` is a dictionary column none of whose chunks' dictionaries holds
+    ``value`` (so no row equals it: no mask over the rows needed); ``True`` otherwise (maybe)."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return True
+    return any(value in c.dictionary.to_pylist() for c in column.chunks)
+
+
 def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.ndarray | None:
     """The FSS x LIS category per sample of ``prep`` (``diagnose`` over the same table), or ``None``
     when the table lacks MaxProb / MinProb / no-frame rows."""
@@ -1249,7 +1259,7 @@ def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.nd
 
     enc = prep.enc
     for strategy in ("maxprob", "minprob", "noframe"):
-        if not enc.rows(strategy, None).any():
+        if not _in_dictionary(enc.table.column("strategy"), strategy) or not enc.rows(strategy, None).any():
             return None
     try:
         return diagnose(enc, tau=tau, lam=lam).category
