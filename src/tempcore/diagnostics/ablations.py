@@ -47,6 +47,7 @@ Rows used: ``rotation`` 0 (or none) and no oracle ``window``. Within a condition
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -125,8 +126,9 @@ class Prepared:
     def models(self) -> list[str]:
         return self.enc.models
 
-    @property
+    @functools.cached_property
     def benchmarks(self) -> np.ndarray:
+        """The benchmark of each sample (an object array, built once)."""
         return np.asarray(self.enc.sample_benchmark, dtype=object)
 
 
@@ -473,6 +475,7 @@ def _prepare_by_chunk(
     n_c, n_s, n_m = len(conditions), int(uniq.size), len(models)
     wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64
     lookup = _condition_lookup(t.column("strategy").chunk(0).dictionary.to_pylist(), conditions, wide)
+    every_strategy = bool((lookup[:-1] >= 0).all())  # every dictionary entry is an asked condition: all rows kept
     correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)
     n_opt = np.full(n_s, np.nan)
@@ -502,8 +505,8 @@ def _prepare_by_chunk(
         cond = lookup[strat_v[i]]
         v = correct_c[0][i]
         x = answer_c[0][i] if answer_c is not None else None
-        sel = cond >= 0
-        if not sel.all():
+        sel = None if every_strategy else cond >= 0
+        if sel is not None and not sel.all():
             cond, sc, mc, v = cond[sel], sc[sel], mc[sel], v[sel]
             x = None if x is None else x[sel]
             extra = [codes[i][sel] for codes, _, _ in ambiguous]
