@@ -711,12 +711,13 @@ def pc_dictionary(column):
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_one_pass_prepare_equals_the_general_path(tmp_path, seed):
+def test_one_pass_prepare_equals_the_general_path(tmp_path, seed, monkeypatch):
     """``prepare`` over a Parquet file's chunks in one pass gives the arrays, codes and audit of the
     general path (an EncodedPredictions given to it), with MaxProb / MinProb rows of another mode
     beside the conditions, some rows of other strategies, and the general path's errors for a
     duplicate, a missing correctness, a mixed ambiguous column (a number, a dictionary) and a task
     varying within a sample."""
+    import tempcore.diagnostics.ablations as ablations
     from tempcore.diagnostics.ablations import _prepare_by_chunk
     from tempcore.diagnostics.table import EncodedPredictions
 
@@ -741,6 +742,16 @@ def test_one_pass_prepare_equals_the_general_path(tmp_path, seed):
     np.testing.assert_array_equal(fast.n_options, slow.n_options)
     assert fast.tasks == slow.tasks and fast.conditions == slow.conditions
     assert audit_ablations(t, n_boot=100) == audit_ablations(EncodedPredictions.from_table(t), n_boot=100)
+    # option counts varying within a sample: the last row's wins, in one pass or in two halves at once
+    varied = [dict(r, n_options=int(r["n_options"]) + int(rng.integers(0, 3))) if rng.random() < 0.2 else r
+              for r in rows]
+    tv = _parquet_round_trip(tmp_path, varied, "varied")
+    for cpus in (1, 2):
+        monkeypatch.setattr(ablations, "_cpu_count", lambda cpus=cpus: cpus)
+        got = _prepare_by_chunk(tv, conds, by=None, task_of_sample=None, n_options_of_sample=None, filters=None)
+        assert got is not None
+        np.testing.assert_array_equal(got.n_options, prepare(EncodedPredictions.from_table(tv), conds).n_options)
+        np.testing.assert_array_equal(got.correct, slow.correct)
     tasks = {(r["benchmark"], r["sample_id"]): "x" + r["task"] for r in rows}
     assert audit_ablations(t, n_boot=50, task_of_sample=tasks) == \
         audit_ablations(EncodedPredictions.from_table(t), n_boot=50, task_of_sample=tasks)

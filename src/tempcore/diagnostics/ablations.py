@@ -486,44 +486,66 @@ def _prepare_by_chunk(
         if n_s * n_t > 2**26:
             return None
         task_pairs = np.zeros(n_s * n_t, dtype=bool)
-    kept = 0
-    for i in range(len(bounds)):
-        sc = number[pair_key(i)]
-        mc = model_v[i]
-        if task_v is not None:
-            pair = sc.astype(np.int64) if n_s * n_t >= 2**31 else sc.copy()
-            pair *= n_t
-            pair += task_v[i]
-            task_pairs[pair] = True
-        if nopt_c is not None:
-            counts = nopt_c[0][i]
-            if nopt_c[1]:
-                ok = counts >= 0
-                n_opt[sc[ok]] = counts[ok]
+    def fill(chunks: range, n_opt_part: np.ndarray) -> int:
+        """Scatter the rows of ``chunks`` (in order); the number of rows kept, -1 on a missing
+        correctness. Chunks write disjoint cells (a duplicate is caught by the count below), and
+        the bitmaps only ever get ``True``, so two ranges may fill at once."""
+        kept = 0
+        for i in chunks:
+            sc = number[pair_key(i)]
+            mc = model_v[i]
+            if task_v is not None:
+                pair = sc.astype(np.int64) if n_s * n_t >= 2**31 else sc.copy()
+                pair *= n_t
+                pair += task_v[i]
+                task_pairs[pair] = True
+            if nopt_c is not None:
+                counts = nopt_c[0][i]
+                if nopt_c[1]:
+                    ok = counts >= 0
+                    n_opt_part[sc[ok]] = counts[ok]
+                else:
+                    n_opt_part[sc] = counts
+            cond = lookup[strat_v[i]]
+            v = correct_c[0][i]
+            x = answer_c[0][i] if answer_c is not None else None
+            sel = None if every_strategy else cond >= 0
+            if sel is not None and not sel.all():
+                cond, sc, mc, v = cond[sel], sc[sel], mc[sel], v[sel]
+                x = None if x is None else x[sel]
+                extra = [codes[i][sel] for codes, _, _ in ambiguous]
             else:
-                n_opt[sc] = counts
-        cond = lookup[strat_v[i]]
-        v = correct_c[0][i]
-        x = answer_c[0][i] if answer_c is not None else None
-        sel = None if every_strategy else cond >= 0
-        if sel is not None and not sel.all():
-            cond, sc, mc, v = cond[sel], sc[sel], mc[sel], v[sel]
-            x = None if x is None else x[sel]
-            extra = [codes[i][sel] for codes, _, _ in ambiguous]
-        else:
-            extra = [codes[i] for codes, _, _ in ambiguous]
-        if v.size and v.min() < 0:
-            return None
-        for mix, codes, (_, values, _) in zip(mixes, extra, ambiguous):
-            mix[cond * len(values) + codes] = True
-        cell = cond.astype(wide)  # ((condition * S) + sample) * M + model
-        cell *= n_s
-        cell += sc
-        cell *= n_m
-        cell += mc
-        correct[cell] = v
-        answer[cell] = -1 if x is None else x  # the cast of an assignment, as the general path
-        kept += cell.size
+                extra = [codes[i] for codes, _, _ in ambiguous]
+            if v.size and v.min() < 0:
+                return -1
+            for mix, codes, (_, values, _) in zip(mixes, extra, ambiguous):
+                mix[cond * len(values) + codes] = True
+            cell = cond.astype(wide)  # ((condition * S) + sample) * M + model
+            cell *= n_s
+            cell += sc
+            cell *= n_m
+            cell += mc
+            correct[cell] = v
+            answer[cell] = -1 if x is None else x  # the cast of an assignment, as the general path
+            kept += cell.size
+        return kept
+
+    if len(bounds) >= 8 and _cpu_count() >= 2:  # two halves at once (numpy's gathers and scatters release the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        half = len(bounds) // 2
+        later_opt = np.full(n_s, np.nan)
+        with ThreadPoolExecutor(1, thread_name_prefix="tempcore-prepare") as pool:
+            second = pool.submit(fill, range(half, len(bounds)), later_opt)
+            first_kept = fill(range(half), n_opt)
+            second_kept = second.result()
+        written = ~np.isnan(later_opt)  # a sample's option count from its last row, as in one pass
+        n_opt[written] = later_opt[written]
+        kept = -1 if min(first_kept, second_kept) < 0 else first_kept + second_kept
+    else:
+        kept = fill(range(len(bounds)), n_opt)
+    if kept < 0:
+        return None  # a missing correctness: the general path names it
     if any((mix.reshape(n_c, -1).sum(axis=1) > 1).any() for mix in mixes):
         return None  # a condition mixes values of an ambiguous column: the general path names them
     if int(np.count_nonzero(~np.isnan(correct))) != kept:
