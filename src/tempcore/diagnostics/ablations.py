@@ -389,9 +389,10 @@ def _prepare_by_chunk(
     ``model`` and ``strategy`` dictionary columns whose chunks share one dictionary and have no
     nulls, integer ``correct`` (no nulls), ``answer`` and ``n_options``. Per chunk, the sample,
     model and cell of each row and the scatters of correctness, answer, task and option count run
-    on cache-sized pieces; nothing the size of the column is built but the sample and model codes
-    that :class:`EncodedPredictions` keeps. The same arrays as the general path, with the samples
-    and models numbered as :func:`encode` numbers them. ``None`` (take the general path, which also
+    on cache-sized pieces (the two halves of the chunks at once where there are two CPUs); nothing
+    the size of the column is built (the per-row codes of :class:`EncodedPredictions` only when
+    asked for). The same arrays as the general path, with the samples and models numbered as
+    :func:`encode` numbers them. ``None`` (take the general path, which also
     raises its errors) for any other table, a ``rotation`` column, an oracle window, a filter on an
     asked condition, an ambiguous column mixing values within a condition, a missing correctness,
     a duplicate cell or a task column varying within a sample."""
@@ -459,6 +460,7 @@ def _prepare_by_chunk(
     width = max(len(ids), 1)
     n_pairs = max(len(benches), 1) * width
     wide_s = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
+
     def pair_key(i: int) -> np.ndarray:  # benchmark * width + sample_id of chunk i (recomputed: cache-sized)
         key: np.ndarray = bench_v[i].astype(wide_s)
         key *= width
@@ -486,6 +488,7 @@ def _prepare_by_chunk(
         if n_s * n_t > 2**26:
             return None
         task_pairs = np.zeros(n_s * n_t, dtype=bool)
+
     def fill(chunks: range, n_opt_part: np.ndarray) -> int:
         """Scatter the rows of ``chunks`` (in order); the number of rows kept, -1 on a missing
         correctness. Chunks write disjoint cells (a duplicate is caught by the count below), and
