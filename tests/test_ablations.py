@@ -408,6 +408,9 @@ def test_prepare_matrices_order_sensitivity_api():
     assert set(res.os) == {"shuffled"}
     ok = ~np.isnan(res.os["shuffled"])
     assert ((res.classes["shuffled"][ok] == "key") == (np.round(res.os["shuffled"][ok], 12) > 0.15)).all()
+    # exactly the float64 mean of the differences over the panel (every model here has rows)
+    d = prep.correct[0].astype(np.float64) - prep.correct[1].astype(np.float64)
+    np.testing.assert_array_equal(res.os["shuffled"], d.mean(axis=1))
 
 
 # --- label priors on TVBench-shaped files ---------------------------------------------------------
@@ -658,3 +661,131 @@ def test_built_in_condition_names_are_canonical_strategies():
     assert not _strategies_canonical(coded)
     out = audit_ablations(coded, conditions=["textonly"])
     assert {r["condition"] for r in out["models"]} == {"uniform", "textonly"}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_json_text_is_json_dumps_of_the_audit_byte_for_byte(seed):
+    """``audit_ablations_json`` (what ``--json`` prints; per-sample rows written column-wise) is
+    ``json.dumps(audit_ablations(...))`` exactly, also for ids needing escapes, non-ASCII ids,
+    incomplete samples (NaN OS -> null), one reordering only, and no reordering at all."""
+    from tempcore.diagnostics.ablations import audit_ablations_json
+
+    rows = random_rows(seed)
+    odd = ['q"1', "q\\2", "é3", "☃4", "q\n5", "</6>"]
+    for r in rows:
+        sid = r["sample_id"]
+        if sid.endswith(("1", "4")):
+            r["sample_id"] = odd[int(sid[3:]) % len(odd)] + sid
+    rng = np.random.default_rng(seed)
+    drop = rng.random(len(rows)) < 0.1  # some samples lose a reordering row of one model: no OS
+    kept = [r for r, d in zip(rows, drop) if not (d and r["strategy"] in ("shuffled", "reversed"))]
+    for variant in (kept, [r for r in kept if r["strategy"] != "reversed"],
+                    [r for r in kept if r["strategy"] not in ("shuffled", "reversed")]):
+        for kwargs in ({"n_boot": 100}, {"n_boot": 50, "seed": 4, "video": "single", "tau": 0.3}):
+            text = audit_ablations_json(table(variant), **kwargs)
+            assert text == json.dumps(audit_ablations(table(variant), **kwargs))
+    text = audit_ablations_json(table(kept), n_boot=50)
+    samples = json.loads(text)["order"]["samples"]
+    assert any(s["os_shuffled"] is None for s in samples) and any(isinstance(s["os_shuffled"], float) for s in samples)
+    assert any("☃" in s["sample_id"] for s in samples)
+
+
+def _parquet_round_trip(tmp_path, rows, name, row_group_size=37):
+    """``rows`` written to Parquet in small row groups and read back: columns chunked alike, the
+    string columns dictionary-coded with one shared dictionary (the one-pass path of ``prepare``)."""
+    import pyarrow.parquet as pq
+
+    t = table(rows)
+    for col in ("benchmark", "sample_id", "model", "strategy", "mode", "task"):
+        if col in t.column_names:
+            t = t.set_column(t.column_names.index(col), col, pc_dictionary(t.column(col)))
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(t, path, row_group_size=row_group_size)
+    return pq.read_table(path)
+
+
+def pc_dictionary(column):
+    import pyarrow.compute as pc
+
+    return pc.dictionary_encode(column.combine_chunks())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_one_pass_prepare_equals_the_general_path(tmp_path, seed, monkeypatch):
+    """``prepare`` over a Parquet file's chunks in one pass gives the arrays, codes and audit of the
+    general path (an EncodedPredictions given to it), with MaxProb / MinProb rows of another mode
+    beside the conditions, some rows of other strategies, and the general path's errors for a
+    duplicate, a missing correctness, a mixed ambiguous column (a number, a dictionary) and a task
+    varying within a sample."""
+    import tempcore.diagnostics.ablations as ablations
+    from tempcore.diagnostics.ablations import _prepare_by_chunk
+    from tempcore.diagnostics.table import EncodedPredictions
+
+    rows = random_rows(seed)
+    extra = [dict(r, strategy=s, mode="qa") for r in rows if r["strategy"] == "uniform" for s in ("maxprob", "minprob")]
+    rows = rows + extra
+    rng = np.random.default_rng(seed)
+    rows = [rows[i] for i in rng.permutation(len(rows))]
+    t = _parquet_round_trip(tmp_path, rows, "plain")
+    assert t.column("sample_id").num_chunks > 3
+    conds = ["uniform", "textonly", "noframe", "single", "shuffled", "reversed"]
+    fast = _prepare_by_chunk(t, conds, by=None, task_of_sample=None, n_options_of_sample=None, filters=None)
+    assert fast is not None
+    slow = prepare(EncodedPredictions.from_table(t), conds)
+    assert (fast.enc.sample_benchmark, fast.enc.sample_id, fast.models) == \
+        (slow.enc.sample_benchmark, slow.enc.sample_id, slow.models)
+    assert fast.enc.sample_code.tolist() == slow.enc.sample_code.tolist()
+    assert fast.enc.model_code.tolist() == slow.enc.model_code.tolist()
+    np.testing.assert_array_equal(fast.correct, slow.correct)
+    np.testing.assert_array_equal(fast.answer, slow.answer)
+    np.testing.assert_array_equal(fast.task_code, slow.task_code)
+    np.testing.assert_array_equal(fast.n_options, slow.n_options)
+    assert fast.tasks == slow.tasks and fast.conditions == slow.conditions
+    assert audit_ablations(t, n_boot=100) == audit_ablations(EncodedPredictions.from_table(t), n_boot=100)
+    # option counts varying within a sample: the last row's wins, in one pass or in two halves at once
+    varied = [dict(r, n_options=int(r["n_options"]) + int(rng.integers(0, 3))) if rng.random() < 0.2 else r
+              for r in rows]
+    tv = _parquet_round_trip(tmp_path, varied, "varied")
+    for cpus in (1, 2):
+        monkeypatch.setattr(ablations, "_cpu_count", lambda cpus=cpus: cpus)
+        got = _prepare_by_chunk(tv, conds, by=None, task_of_sample=None, n_options_of_sample=None, filters=None)
+        assert got is not None
+        np.testing.assert_array_equal(got.n_options, prepare(EncodedPredictions.from_table(tv), conds).n_options)
+        np.testing.assert_array_equal(got.correct, slow.correct)
+    tasks = {(r["benchmark"], r["sample_id"]): "x" + r["task"] for r in rows}
+    assert audit_ablations(t, n_boot=50, task_of_sample=tasks) == \
+        audit_ablations(EncodedPredictions.from_table(t), n_boot=50, task_of_sample=tasks)
+    # the errors: the one-pass path declines, the general path raises
+    bad_rows = {
+        "duplicate": rows + [rows[5]],
+        "mixed": rows + [dict(rows[0], strategy="single", k=4, sample_id="new")],
+        "task": rows + [dict(rows[0], strategy="maxprob", model="other", task="elsewhere")],
+        "mixed mode": rows + [dict(rows[0], strategy="single", mode="qa", sample_id="new")],
+        "missing": rows + [dict(rows[0], strategy="single", correct=None, sample_id="new")],
+    }
+    for name, bad in bad_rows.items():
+        tb = _parquet_round_trip(tmp_path, bad, name)
+        assert _prepare_by_chunk(tb, conds, by=None, task_of_sample=None, n_options_of_sample=None,
+                                 filters=None) is None, name
+        with pytest.raises(DiagnosticsError) as fast_err:
+            audit_ablations(tb, n_boot=20)
+        with pytest.raises(DiagnosticsError) as slow_err:
+            audit_ablations(EncodedPredictions.from_table(tb), n_boot=20)
+        assert str(fast_err.value) == str(slow_err.value), name
+
+
+def test_drop_intervals_do_not_depend_on_threads(monkeypatch):
+    """The drop intervals drawn in background threads (blocks of rows, each row its own seeded
+    generator) equal those drawn in the caller's thread, and ablation_table's own."""
+    import tempcore.diagnostics.ablations as ablations
+
+    t = table(random_rows(4) + [dict(r, benchmark="x" + r["benchmark"], sample_id="x" + r["sample_id"]) for r in random_rows(6)])
+    results = []
+    for cpus in (1, 2, 8):
+        monkeypatch.setattr(ablations, "_cpu_count", lambda cpus=cpus: cpus)
+        results.append(audit_ablations(t, n_boot=150, seed=2))
+    assert results[0] == results[1] == results[2]
+    assert sum(r["drop_ci_low"] is not None for r in results[0]["models"]) > 64  # enough rows for threads
+    prep = prepare(t, ["uniform", *ablations.ABLATIONS])
+    rows, _ = ablations.ablation_table(prep, n_boot=150, seed=2)
+    assert rows == results[0]["models"]

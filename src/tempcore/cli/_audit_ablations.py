@@ -91,7 +91,7 @@ def _filter_benchmark(table: Any, name: str | None) -> Any:
 def run_ablations(args: argparse.Namespace) -> int:
     from tempcore.cli._common import read_predictions_arg
     from tempcore.diagnostics import DiagnosticsError
-    from tempcore.diagnostics.ablations import audit_ablations
+    from tempcore.diagnostics.ablations import audit_ablations, audit_ablations_json
 
     if args.annotations is not None and args.benchmark is None:
         raise DiagnosticsError("--annotations needs --benchmark NAME (the loader that reads them)")
@@ -104,16 +104,16 @@ def run_ablations(args: argparse.Namespace) -> int:
         samples = load_benchmark(args.benchmark, args.annotations, **_loader_options(args.option)).samples
         task_of = {(s.benchmark, s.sample_id): task_field(s, args.by or "task") for s in samples}
         n_options_of = {(s.benchmark, s.sample_id): len(s.options) for s in samples if s.options}
-    result = audit_ablations(
-        table, video=args.video, by=args.by if args.annotations is None else None, task_of_sample=task_of,
+    options: dict[str, Any] = dict(
+        video=args.video, by=args.by if args.annotations is None else None, task_of_sample=task_of,
         n_options_of_sample=n_options_of, tau=args.tau, lam=args.lam, n_boot=args.n_boot,
         confidence=args.confidence, seed=args.seed,
     )
-    if args.json:
-        json.dump(result, sys.stdout)
+    if args.json:  # json.dumps(audit_ablations(...)) byte for byte, the per-sample rows written column-wise
+        sys.stdout.write(audit_ablations_json(table, **options))
         sys.stdout.write("\n")
         return 0
-    print(format_ablations(result))
+    print(format_ablations(audit_ablations(table, **options)))
     return 0
 
 

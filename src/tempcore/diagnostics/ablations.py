@@ -47,8 +47,9 @@ Rows used: ``rotation`` 0 (or none) and no oracle ``window``. Within a condition
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -125,8 +126,9 @@ class Prepared:
     def models(self) -> list[str]:
         return self.enc.models
 
-    @property
+    @functools.cached_property
     def benchmarks(self) -> np.ndarray:
+        """The benchmark of each sample (an object array, built once)."""
         return np.asarray(self.enc.sample_benchmark, dtype=object)
 
 
@@ -257,6 +259,9 @@ def _strategies_canonical(table: Any) -> bool:
     col = table.column("strategy")
     if not pa.types.is_dictionary(col.type):
         return False
+    entries = {str(v) for c in col.chunks for v in c.dictionary.to_pylist() if v is not None}
+    if entries <= _BUILT_IN_CONDITIONS:
+        return True  # every dictionary entry (so every used name) is a built-in strategy: no count needed
     used: set[Any] = set()
     for chunk in col.chunks:
         idx = chunk.indices
@@ -298,6 +303,11 @@ def prepare(
     """
     import pyarrow as pa
 
+    if not isinstance(table, EncodedPredictions):
+        fused = _prepare_by_chunk(table, conditions, by=by, task_of_sample=task_of_sample,
+                                  n_options_of_sample=n_options_of_sample, filters=filters)
+        if fused is not None:
+            return fused
     enc = table if isinstance(table, EncodedPredictions) else encode(table)
     t = enc.table
     conditions = list(dict.fromkeys(conditions))
@@ -363,6 +373,239 @@ def prepare(
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
                     task_code, tasks, n_opt)
+
+
+def _prepare_by_chunk(
+    table: Any,
+    conditions: Sequence[str],
+    *,
+    by: str | None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None,
+    filters: Mapping[str, Mapping[str, Any]] | None,
+) -> Prepared | None:
+    """:func:`prepare` of a pyarrow table (after :func:`encode`'s checks) in one pass over its chunks,
+    when the columns are chunked alike (a Parquet file's row groups): ``benchmark``, ``sample_id``,
+    ``model`` and ``strategy`` dictionary columns whose chunks share one dictionary and have no
+    nulls, integer ``correct`` (no nulls), ``answer`` and ``n_options``. Per chunk, the sample,
+    model and cell of each row and the scatters of correctness, answer, task and option count run
+    on cache-sized pieces (the two halves of the chunks at once where there are two CPUs); nothing
+    the size of the column is built (the per-row codes of :class:`EncodedPredictions` only when
+    asked for). The same arrays as the general path, with the samples and models numbered as
+    :func:`encode` numbers them. ``None`` (take the general path, which also
+    raises its errors) for any other table, a ``rotation`` column, an oracle window, a filter on an
+    asked condition, an ambiguous column mixing values within a condition, a missing correctness,
+    a duplicate cell or a task column varying within a sample."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.table import REQUIRED_COLUMNS, _unify_dictionaries, prepare_table
+
+    conditions = list(dict.fromkeys(conditions))
+    names = table.column_names
+    if any(c not in names for c in REQUIRED_COLUMNS) or "rotation" in names or not table.num_rows:
+        return None
+    if any(c in conditions and flt for c, flt in (filters or {}).items()):
+        return None
+    t = _unify_dictionaries(table)
+    if not _strategies_canonical(t):
+        t = prepare_table(t)
+    if t.column("window").null_count != t.num_rows:
+        return None
+
+    def dictionary_views(name: str) -> list[tuple[int, int, np.ndarray]] | None:
+        column = t.column(name)
+        return _chunk_views(column) if pa.types.is_dictionary(column.type) else None
+
+    views = {name: dictionary_views(name) for name in ("benchmark", "sample_id", "model", "strategy")}
+    first = views["benchmark"]
+    if first is None:
+        return None
+    bounds = [(a, b) for a, b, _ in first]
+
+    def aligned(v: list[tuple[int, int, np.ndarray]] | None) -> list[np.ndarray] | None:
+        return None if v is None or [(a, b) for a, b, _ in v] != bounds else [x for _, _, x in v]
+
+    def integers(name: str, null: int) -> tuple[list[np.ndarray], bool] | None:
+        column = t.column(name)
+        if not pa.types.is_integer(column.type) or [len(c) for c in column.chunks] != [b - a for a, b in bounds]:
+            return None
+        return [(pc.fill_null(c.cast(pa.int64()), null) if c.null_count else c).to_numpy(zero_copy_only=False)
+                for c in column.chunks], bool(column.null_count)
+
+    bench_v, id_v, model_v, strat_v = (aligned(views[n]) for n in ("benchmark", "sample_id", "model", "strategy"))
+    correct_c = integers("correct", -1)
+    if bench_v is None or id_v is None or model_v is None or strat_v is None or correct_c is None or correct_c[1]:
+        return None
+    answer_c = integers("answer", -1) if "answer" in names else None
+    if "answer" in names and answer_c is None:
+        return None
+    ambiguous: list[tuple[list[np.ndarray], list[Any], str]] = []
+    for col in _AMBIGUOUS:
+        if col not in names or _constant(t.column(col)):
+            continue
+        col_codes = aligned(dictionary_views(col))
+        if col_codes is None:
+            return None
+        ambiguous.append((col_codes, t.column(col).chunk(0).dictionary.to_pylist(), col))
+    task_by = by if by is not None else ("task" if "task" in names else None)
+    task_v = None
+    if task_of_sample is None and task_by is not None and task_by in names:
+        task_v = aligned(dictionary_views(task_by))
+    nopt_c = integers("n_options", -1) if n_options_of_sample is None and "n_options" in names else None
+
+    benches = t.column("benchmark").chunk(0).dictionary.to_pylist()
+    ids = t.column("sample_id").chunk(0).dictionary.to_pylist()
+    models = t.column("model").chunk(0).dictionary.to_pylist()
+    width = max(len(ids), 1)
+    n_pairs = max(len(benches), 1) * width
+    wide_s = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
+
+    def pair_key(i: int) -> np.ndarray:  # benchmark * width + sample_id of chunk i (recomputed: cache-sized)
+        key: np.ndarray = bench_v[i].astype(wide_s)
+        key *= width
+        key += id_v[i]
+        return key
+
+    present = np.zeros(n_pairs, dtype=bool)  # the (benchmark, sample_id) pairs present, numbered in order
+    for i in range(len(bounds)):
+        present[pair_key(i)] = True
+    uniq = np.flatnonzero(present)
+    number = np.cumsum(present, dtype=wide_s) - 1
+    sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist()
+    sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist()
+    n_c, n_s, n_m = len(conditions), int(uniq.size), len(models)
+    wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64
+    lookup = _condition_lookup(t.column("strategy").chunk(0).dictionary.to_pylist(), conditions, wide)
+    every_strategy = bool((lookup[:-1] >= 0).all())  # every dictionary entry is an asked condition: all rows kept
+    correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)
+    answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)
+    n_opt = np.full(n_s, np.nan)
+    mixes = [np.zeros(n_c * len(values), dtype=bool) for _, values, _ in ambiguous]
+    n_t = 0
+    if task_v is not None:  # the (sample, task) pairs present: one per sample, or the task varies
+        n_t = max(len(t.column(str(task_by)).chunk(0).dictionary), 1)
+        if n_s * n_t > 2**26:
+            return None
+        task_pairs = np.zeros(n_s * n_t, dtype=bool)
+
+    def fill(chunks: range, n_opt_part: np.ndarray) -> int:
+        """Scatter the rows of ``chunks`` (in order); the number of rows kept, -1 on a missing
+        correctness. Chunks write disjoint cells (a duplicate is caught by the count below), and
+        the bitmaps only ever get ``True``, so two ranges may fill at once."""
+        kept = 0
+        for i in chunks:
+            sc = number[pair_key(i)]
+            mc = model_v[i]
+            if task_v is not None:
+                pair = sc.astype(np.int64) if n_s * n_t >= 2**31 else sc.copy()
+                pair *= n_t
+                pair += task_v[i]
+                task_pairs[pair] = True
+            if nopt_c is not None:
+                counts = nopt_c[0][i]
+                if nopt_c[1]:
+                    ok = counts >= 0
+                    n_opt_part[sc[ok]] = counts[ok]
+                else:
+                    n_opt_part[sc] = counts
+            cond = lookup[strat_v[i]]
+            v = correct_c[0][i]
+            x = answer_c[0][i] if answer_c is not None else None
+            sel = None if every_strategy else cond >= 0
+            if sel is not None and not sel.all():
+                cond, sc, mc, v = cond[sel], sc[sel], mc[sel], v[sel]
+                x = None if x is None else x[sel]
+                extra = [codes[i][sel] for codes, _, _ in ambiguous]
+            else:
+                extra = [codes[i] for codes, _, _ in ambiguous]
+            if v.size and v.min() < 0:
+                return -1
+            for mix, codes, (_, values, _) in zip(mixes, extra, ambiguous):
+                mix[cond * len(values) + codes] = True
+            cell = cond.astype(wide)  # ((condition * S) + sample) * M + model
+            cell *= n_s
+            cell += sc
+            cell *= n_m
+            cell += mc
+            correct[cell] = v
+            answer[cell] = -1 if x is None else x  # the cast of an assignment, as the general path
+            kept += cell.size
+        return kept
+
+    if len(bounds) >= 8 and _cpu_count() >= 2:  # two halves at once (numpy's gathers and scatters release the GIL)
+        from concurrent.futures import ThreadPoolExecutor
+
+        half = len(bounds) // 2
+        later_opt = np.full(n_s, np.nan)
+        with ThreadPoolExecutor(1, thread_name_prefix="tempcore-prepare") as pool:
+            second = pool.submit(fill, range(half, len(bounds)), later_opt)
+            first_kept = fill(range(half), n_opt)
+            second_kept = second.result()
+        written = ~np.isnan(later_opt)  # a sample's option count from its last row, as in one pass
+        n_opt[written] = later_opt[written]
+        kept = -1 if min(first_kept, second_kept) < 0 else first_kept + second_kept
+    else:
+        kept = fill(range(len(bounds)), n_opt)
+    if kept < 0:
+        return None  # a missing correctness: the general path names it
+    if any((mix.reshape(n_c, -1).sum(axis=1) > 1).any() for mix in mixes):
+        return None  # a condition mixes values of an ambiguous column: the general path names them
+    if int(np.count_nonzero(~np.isnan(correct))) != kept:
+        return None  # a cell given twice: the general path names it
+    if task_v is not None:
+        per_sample = task_pairs.reshape(n_s, n_t)
+        if (per_sample.sum(axis=1) != 1).any():
+            return None  # a task varying within a sample: the general path names it
+        task_code = per_sample.argmax(axis=1).astype(np.int32)
+
+    def row_codes() -> tuple[np.ndarray, np.ndarray]:  # the per-row codes of encode, when first asked for
+        sample_code = np.empty(t.num_rows, dtype=wide_s)
+        model_code = np.empty(t.num_rows, dtype=np.int32)
+        for i, (a, b) in enumerate(bounds):
+            sample_code[a:b] = number[pair_key(i)]
+            model_code[a:b] = model_v[i]
+        return sample_code, model_code
+
+    enc = _LazyCodes(t, row_codes, sample_benchmark, sample_ids, models)
+    if task_v is not None:
+        column = t.column(str(task_by))
+        tasks: list[Any] = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
+    else:
+        task_code, tasks = _tasks(enc, by, task_of_sample)
+    if nopt_c is None:
+        n_opt = _n_options(enc, n_options_of_sample)
+    return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
+                    task_code, tasks, n_opt)
+
+
+class _LazyCodes(EncodedPredictions):
+    """:class:`EncodedPredictions` whose per-row ``sample_code`` and ``model_code`` are computed on
+    first use (by ``codes``, from the table's chunks): the analyses of the audit read the
+    (condition x sample x model) arrays, not the rows, so a plain audit never builds them (two
+    column-sized arrays fewer to write)."""
+
+    def __init__(self, table: Any, codes: Any, sample_benchmark: list[str], sample_id: list[str],
+                 models: list[str]) -> None:  # the dataclass fields but the two codes, set by hand
+        self.table = table
+        self.sample_benchmark = sample_benchmark
+        self.sample_id = sample_id
+        self.models = models
+        self._codes = codes
+
+    def _built(self) -> tuple[np.ndarray, np.ndarray]:
+        built: tuple[np.ndarray, np.ndarray] | None = self.__dict__.get("_built_codes")
+        if built is None:
+            built = self.__dict__["_built_codes"] = self._codes()
+        return built
+
+    @property
+    def sample_code(self) -> np.ndarray:  # type: ignore[override]
+        return self._built()[0]
+
+    @property
+    def model_code(self) -> np.ndarray:  # type: ignore[override]
+        return self._built()[1]
 
 
 def _condition_lookup(s_values: Sequence[Any], conditions: list[str], wide: Any) -> np.ndarray:
@@ -595,6 +838,62 @@ def _bootstrap_means(counts: np.ndarray, values: np.ndarray, n_boot: int,
     return estimate, means
 
 
+def _bootstrap_block(part: Sequence[np.ndarray], values: np.ndarray, n_boot: int, confidence: float,
+                     seed: int) -> list[tuple[float, float, float]]:
+    """:func:`_bootstrap_from_counts` of each of ``part`` (the same numbers: every row draws from its
+    own ``default_rng(seed)``, and the quantiles of the block are taken in one call, the same linear
+    interpolation along each row as one call per row)."""
+    alpha = (1.0 - confidence) / 2.0
+    drawn = [_bootstrap_means(c, values, n_boot, seed) for c in part]
+    means = [m for _, m in drawn if m is not None]
+    qs = np.quantile(np.stack(means), [alpha, 1.0 - alpha], axis=1).tolist() if means else [[], []]
+    out, at = [], 0
+    for est, m in drawn:
+        if m is None:
+            out.append((est, math.nan, math.nan))
+        else:
+            out.append((est, qs[0][at], qs[1][at]))
+            at += 1
+    return out
+
+
+def _bootstrap_start(counts: Sequence[np.ndarray], values: np.ndarray, n_boot: int, confidence: float,
+                     seed: int) -> Callable[[], list[tuple[float, float, float]]]:
+    """Start :func:`_bootstrap_block` over ``counts`` and return the function that waits for its
+    results (in the order of ``counts``). With more than one CPU and enough rows, blocks of rows run
+    in background threads (numpy's multinomial draws and partitions release the GIL) while the
+    caller goes on with the other analyses; the numbers do not depend on the split."""
+    workers = min(len(counts) // 32, _cpu_count() - 1, 4)  # the caller keeps one CPU
+    if workers < 1:
+        done = _bootstrap_block(counts, values, n_boot, confidence, seed)
+        return lambda: done
+    from concurrent.futures import ThreadPoolExecutor
+
+    cuts = np.linspace(0, len(counts), workers + 1).astype(int).tolist()
+    pool = ThreadPoolExecutor(workers, thread_name_prefix="tempcore-bootstrap")
+    futures = [pool.submit(_bootstrap_block, counts[a:b], values, n_boot, confidence, seed)
+               for a, b in zip(cuts[:-1], cuts[1:])]
+    pool.shutdown(wait=False)
+    return lambda: [r for f in futures for r in f.result()]
+
+
+def _cpu_count() -> int:
+    """The CPUs this process may run on."""
+    import os
+
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _count_runs(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``np.add.reduceat(mask, starts, axis=0)`` of a boolean (rows, columns) array: the True count
+    of each run of rows, summed over the bytes as integers (the same counts, without the boolean
+    add loop)."""
+    return np.add.reduceat(mask.view(np.uint8), starts, axis=0, dtype=np.int64)
+
+
 def ablation_table(
     prep: Prepared,
     *,
@@ -605,6 +904,21 @@ def ablation_table(
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ``models`` rows (accuracy, Wilson interval, drop from video with a paired bootstrap
     interval) and the ``averages`` rows (macro, micro, chance, gain) of the module docstring."""
+    rows, averages, complete = _ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
+    complete()
+    return rows, averages
+
+
+def _ablation_table(
+    prep: Prepared,
+    *,
+    video: str,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Callable[[], None]]:
+    """:func:`ablation_table` with the drop intervals still being drawn: the rows get them (``drop``,
+    ``drop_ci_low``, ``drop_ci_high``) when the returned function is called."""
     conds = prep.conditions
     if video not in conds:
         raise DiagnosticsError(f"the video condition {video!r} is not among the conditions {conds}")
@@ -618,7 +932,6 @@ def ablation_table(
     n_t = len(prep.tasks)
     group = bench_code * n_t + prep.task_code  # (S,) benchmark x task
     n_g = len(bench_names) * n_t
-    present = ~np.isnan(prep.correct)  # (C, S, M)
     # sums over the samples of each group: samples sorted by group once, then contiguous reduceat
     order = np.argsort(group, kind="stable")
     g_sorted = group[order]
@@ -631,10 +944,11 @@ def ablation_table(
     at = starts[nonempty]
     if n_s:
         for ci in range(n_c):
-            p_sorted.append(present[ci][order])
-            n[ci][nonempty] = np.add.reduceat(p_sorted[ci], at, axis=0)
-            r_sorted.append((prep.correct[ci][order] > 0.5) & p_sorted[ci])
-            correct[ci][nonempty] = np.add.reduceat(r_sorted[ci], at, axis=0)
+            c_sorted = prep.correct[ci][order]  # one gather per condition (no (C, S, M) mask)
+            p_sorted.append(c_sorted == c_sorted)  # present: not NaN
+            n[ci][nonempty] = _count_runs(p_sorted[ci], at)
+            r_sorted.append(c_sorted > 0.5)  # right (NaN > 0.5 is False: a right answer is a present one)
+            correct[ci][nonempty] = _count_runs(r_sorted[ci], at)
     low, high = wilson_interval(correct, n, confidence)
     # chance per (benchmark, task): mean of 1 / n_options over the task's samples (NaN if any unknown)
     inv = 1.0 / prep.n_options
@@ -655,17 +969,20 @@ def ablation_table(
         both = p_sorted[ci] & p_sorted[vi]
         only_video = r_sorted[vi] & ~r_sorted[ci] & both
         only_condition = r_sorted[ci] & ~r_sorted[vi] & both
-        n_both = np.add.reduceat(both, at, axis=0)
-        n_plus = np.add.reduceat(only_video, at, axis=0)
-        n_minus = np.add.reduceat(only_condition, at, axis=0)
+        n_both = _count_runs(both, at)
+        n_plus = _count_runs(only_video, at)
+        n_minus = _count_runs(only_condition, at)
         drop_counts[ci][nonempty] = np.stack([n_minus, n_both - n_plus - n_minus, n_plus], axis=-1)
     # the resampled means of every drop, then their quantiles in one call (the same numbers as one
     # np.quantile per row: the same linear interpolation along each row)
+    has_drop = drop_counts.sum(axis=3) > 0  # never for the video itself
+    # the rows with a drop, in the order of the rows below (model, group, condition)
+    boot_cells = np.argwhere(has_drop.transpose(2, 1, 0)).tolist()
+    finish = _bootstrap_start([drop_counts[ci, gi, mi] for mi, gi, ci in boot_cells], diff_values, n_boot,
+                              confidence, seed)
     boot_rows: list[dict[str, Any]] = []
-    boot_means: list[np.ndarray] = []
     n_list, c_list = n.tolist(), correct.tolist()
     low_list, high_list = low.tolist(), high.tolist()
-    has_drop = drop_counts.sum(axis=3) > 0
     for mi, model in enumerate(prep.models):
         for gi in range(n_g):
             bench, task = bench_names[gi // n_t], prep.tasks[gi % n_t]
@@ -681,17 +998,12 @@ def ablation_table(
                     "drop": None, "drop_ci_low": None, "drop_ci_high": None,
                 }
                 if ci != vi and has_drop[ci, gi, mi]:
-                    est, means = _bootstrap_means(drop_counts[ci, gi, mi], diff_values, n_boot, seed)
-                    row["drop"] = _num(est)
-                    if means is not None:
-                        boot_rows.append(row)
-                        boot_means.append(means)
+                    boot_rows.append(row)
                 rows.append(row)
-    if boot_means:
-        alpha = (1.0 - confidence) / 2.0
-        qs = np.quantile(np.stack(boot_means), [alpha, 1.0 - alpha], axis=1)  # (2, rows)
-        for row, lo, hi in zip(boot_rows, qs[0].tolist(), qs[1].tolist()):
-            row.update(drop_ci_low=_num(lo), drop_ci_high=_num(hi))
+
+    def complete() -> None:
+        for row, (est, lo, hi) in zip(boot_rows, finish(), strict=True):
+            row.update(drop=_num(est), drop_ci_low=_num(lo), drop_ci_high=_num(hi))
     averages: list[dict[str, Any]] = []
     for mi, model in enumerate(prep.models):
         for bi, bench in enumerate(bench_names):
@@ -710,7 +1022,7 @@ def ablation_table(
                     "model": model, "benchmark": bench, "condition": cname, "macro": macro, "micro": micro,
                     "chance": ch_mean, "gain": None if ch_mean is None else macro - ch_mean,
                 })
-    return rows, averages
+    return rows, averages, complete
 
 
 # --- answer agreement -------------------------------------------------------------------------
@@ -728,10 +1040,12 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
     # 2**24 in float32, else float64): both[a, b] = P_a.P_b, right under a among both = R_a.P_b
     # (a right answer is a present one), under b = P_a.R_b, under both = R_a.R_b
     ftype = np.float32 if n_s < 2**24 else np.float64
-    both_kinds = np.concatenate([~np.isnan(prep.correct), prep.correct > 0.5])  # (2C, S, M): P then R
     gram = np.empty((n_m, 2 * n_c, 2 * n_c), dtype=np.int64)
-    for mi in range(n_m):  # one model's (2C, S) 0/1 matrix at a time: small, cache-sized copies
-        x = both_kinds[:, :, mi].astype(ftype)
+    x = np.empty((2 * n_c, n_s), dtype=ftype)  # one model's 0/1 matrix, P then R, rewritten per model
+    for mi in range(n_m):
+        c = prep.correct[:, :, mi]
+        np.equal(c, c, out=x[:n_c])  # present: not NaN
+        np.greater(c, 0.5, out=x[n_c:])  # right
         gram[mi] = np.rint(np.matmul(x, x.T))
     pp, rp, rr = gram[:, :n_c, :n_c], gram[:, n_c:, :n_c], gram[:, n_c:, n_c:]  # (M, C, C)
     for ai in range(len(conds)):
@@ -812,6 +1126,73 @@ class OrderSensitivity:
     def to_json(self) -> dict[str, Any]:
         return {"benchmarks": self.benchmarks, "samples": self.samples()}
 
+    def samples_json(self, prefix: str = "", suffix: str = "") -> str:
+        """``prefix + json.dumps(self.samples()) + suffix``, byte for byte, built column-wise: each
+        distinct benchmark, OS value and (shuffled, reversed) pair is serialised once (by
+        ``json.dumps`` itself), the sample ids by the C string encoder of :mod:`json`, and
+        everything joined in one call (no dict per sample, no copy of the text)."""
+        import json
+
+        osh = self.os.get("shuffled", np.full(self.benchmark.size, np.nan))
+        orv = self.os.get("reversed", np.full(self.benchmark.size, np.nan))
+        defined = ~(np.isnan(osh) & np.isnan(orv))
+        n = int(defined.sum())
+        if n == 0:
+            return prefix + "[]" + suffix
+        bench_text, bench_code = _json_codes(self.benchmark[defined])
+        x_text, x_code = _json_float_codes(osh[defined])
+        y_text, y_code = _json_float_codes(orv[defined])
+        pair_values, pair_code = _unique_codes(x_code.astype(np.int64) * len(y_text) + y_code)
+        tails = [f', "os_shuffled": {x_text[int(v) // len(y_text)]}, "os_reversed": {y_text[int(v) % len(y_text)]}}}'
+                 for v in pair_values.tolist()]
+        heads = np.array([f'{{"benchmark": {b}, "sample_id": ' for b in bench_text], dtype=object)
+        ids = self.sample_id[defined].tolist()
+        encode = json.encoder.encode_basestring_ascii
+        id_text = list(map(encode, ids)) if set(map(type, ids)) <= {str} else [json.dumps(i) for i in ids]
+        parts = np.empty(3 * n + 2, dtype=object)  # prefix + "[", then head, id, tail per row, then "]" + suffix
+        parts[0] = prefix + "["
+        parts[1:-1:3] = heads[bench_code]
+        parts[2:-1:3] = id_text
+        parts[3:-1:3] = np.array([t + ", " for t in tails], dtype=object)[pair_code]
+        parts[-2] = tails[int(pair_code[-1])]  # the last row: no separator
+        parts[-1] = "]" + suffix
+        return "".join(parts.tolist())
+
+
+def _json_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The ``json.dumps`` text of each distinct value of an object array (first-seen order) and the
+    index of each element's text."""
+    import json
+
+    items = values.tolist()
+    if set(map(type, items)) <= {str}:  # strings: one dict of the distinct values, C-level lookups
+        distinct = list(dict.fromkeys(items))
+        index = {v: i for i, v in enumerate(distinct)}
+        return list(map(json.encoder.encode_basestring_ascii, distinct)), \
+            np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items))
+    keyed: dict[tuple[type, Any], int] = {}  # keyed by type too: 1 and True are distinct values here
+    codes = np.fromiter((keyed.setdefault((type(v), v), len(keyed)) for v in items), dtype=np.int64,
+                        count=len(items))
+    return [json.dumps(v) for _, v in keyed], codes
+
+
+def _unique_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` of an integer array, by a sort of the values and a
+    binary search of each (no argsort: cheaper when few values are distinct)."""
+    distinct = np.unique(values)
+    return distinct, np.searchsorted(distinct, values)
+
+
+def _json_float_codes(values: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """The ``json.dumps`` text of each distinct float64 (distinct by bit pattern, so ``-0.0`` keeps
+    its sign; NaN is ``null``, as :meth:`OrderSensitivity.samples` writes ``None``) and the index
+    of each element's text."""
+    import json
+
+    bits, codes = _unique_codes(np.ascontiguousarray(values, dtype=np.float64).view(np.int64))
+    floats = bits.view(np.float64).tolist()
+    return ["null" if v != v else json.dumps(v) for v in floats], codes
+
 
 def order_sensitivity(
     prep: Prepared,
@@ -851,8 +1232,10 @@ def order_sensitivity(
                 a, b = a[rows], b[rows]
             if panel.size != n_m:
                 a, b = a[:, panel], b[:, panel]
-            d = a.astype(np.float64) - b.astype(np.float64)  # the same values as a gather by np.ix_
-            values[rows] = d.mean(axis=1)  # NaN when any panel model lacks either value
+            # the mean of the float64 differences, exactly: the differences are -1 / 0 / 1 (or NaN),
+            # so their float32 sum is the same integer, divided in float64 as np.mean divides
+            total = np.subtract(a, b, dtype=np.float32).sum(axis=1, dtype=np.float32)
+            values[rows] = total.astype(np.float64) / panel.size  # NaN when any panel model lacks either value
         os_values[name] = values
         classes[name] = fss_categories(values, tau)
     sensitive = np.zeros(n_s, dtype=bool)
@@ -887,6 +1270,16 @@ def order_sensitivity(
                             sensitive, category, summary, crossed)
 
 
+def _in_dictionary(column: Any, value: str) -> bool:
+    """``False`` when ``column`` is a dictionary column none of whose chunks' dictionaries holds
+    ``value`` (so no row equals it: no mask over the rows needed); ``True`` otherwise (maybe)."""
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return True
+    return any(value in c.dictionary.to_pylist() for c in column.chunks)
+
+
 def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.ndarray | None:
     """The FSS x LIS category per sample of ``prep`` (``diagnose`` over the same table), or ``None``
     when the table lacks MaxProb / MinProb / no-frame rows."""
@@ -894,7 +1287,7 @@ def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.nd
 
     enc = prep.enc
     for strategy in ("maxprob", "minprob", "noframe"):
-        if not enc.rows(strategy, None).any():
+        if not _in_dictionary(enc.table.column("strategy"), strategy) or not enc.rows(strategy, None).any():
             return None
     try:
         return diagnose(enc, tau=tau, lam=lam).category
@@ -903,6 +1296,42 @@ def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.nd
 
 
 # --- everything of `tempcore audit ablations` -------------------------------------------------
+
+
+def _audit(
+    table: Any,
+    *,
+    video: str,
+    conditions: Sequence[str],
+    by: str | None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None,
+    tau: float,
+    lam: float,
+    n_boot: int,
+    confidence: float,
+    seed: int,
+    filters: Mapping[str, Mapping[str, Any]] | None,
+) -> dict[str, Any]:
+    """:func:`audit_ablations` with ``order`` still an :class:`OrderSensitivity`."""
+    names = [video] + [c for c in conditions if c != video]
+    prep = prepare(table, names, by=by, task_of_sample=task_of_sample, n_options_of_sample=n_options_of_sample,
+                   filters=filters)
+    have = [c for i, c in enumerate(prep.conditions) if c == video or not np.isnan(prep.correct[i]).all()]
+    if np.isnan(prep.correct[0]).all():
+        raise DiagnosticsError(f"the predictions have no rows of the video condition {video!r}")
+    if len(have) < len(prep.conditions):
+        keep = [prep.conditions.index(c) for c in have]
+        prep = Prepared(prep.enc, have, prep.correct[keep], prep.answer[keep], prep.task_code, prep.tasks,
+                        prep.n_options)
+    # the drop intervals are drawn (in background threads where there are CPUs) while the other
+    # analyses run; complete() waits for them
+    rows, averages, complete = _ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
+    category = taxonomy_of(prep, tau=tau, lam=lam) if any(c in have for c in REORDERINGS) else None
+    order = order_sensitivity(prep, video=video, tau=tau, category=category)
+    agree = agreement(prep)
+    complete()
+    return {"models": rows, "averages": averages, "agreement": agree, "order": order}
 
 
 def audit_ablations(
@@ -922,20 +1351,42 @@ def audit_ablations(
 ) -> dict[str, Any]:
     """The JSON object of ``tempcore audit ablations --json``: ``models``, ``averages``, ``agreement``,
     ``order`` (see the module docstring). Conditions without rows are left out."""
-    names = [video] + [c for c in conditions if c != video]
-    prep = prepare(table, names, by=by, task_of_sample=task_of_sample, n_options_of_sample=n_options_of_sample,
-                   filters=filters)
-    have = [c for i, c in enumerate(prep.conditions) if c == video or not np.isnan(prep.correct[i]).all()]
-    if np.isnan(prep.correct[0]).all():
-        raise DiagnosticsError(f"the predictions have no rows of the video condition {video!r}")
-    if len(have) < len(prep.conditions):
-        keep = [prep.conditions.index(c) for c in have]
-        prep = Prepared(prep.enc, have, prep.correct[keep], prep.answer[keep], prep.task_code, prep.tasks,
-                        prep.n_options)
-    rows, averages = ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
-    category = taxonomy_of(prep, tau=tau, lam=lam) if any(c in have for c in REORDERINGS) else None
-    order = order_sensitivity(prep, video=video, tau=tau, category=category)
-    return {"models": rows, "averages": averages, "agreement": agreement(prep), "order": order.to_json()}
+    out = _audit(table, video=video, conditions=conditions, by=by, task_of_sample=task_of_sample,
+                 n_options_of_sample=n_options_of_sample, tau=tau, lam=lam, n_boot=n_boot,
+                 confidence=confidence, seed=seed, filters=filters)
+    out["order"] = out["order"].to_json()
+    return out
+
+
+def audit_ablations_json(
+    table: Any,
+    *,
+    video: str = "uniform",
+    conditions: Sequence[str] = ABLATIONS,
+    by: str | None = None,
+    task_of_sample: Mapping[tuple[str, str], Any] | None = None,
+    n_options_of_sample: Mapping[tuple[str, str], int] | None = None,
+    tau: float = 0.15,
+    lam: float = 0.5,
+    n_boot: int = DEFAULT_BOOTSTRAP,
+    confidence: float = 0.95,
+    seed: int = 0,
+    filters: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """The text ``tempcore audit ablations --json`` prints: ``json.dumps(audit_ablations(...))``
+    byte for byte (the same arguments), with the per-sample order rows written column-wise by
+    :meth:`OrderSensitivity.samples_json` instead of one dict per sample."""
+    import json
+
+    out = _audit(table, video=video, conditions=conditions, by=by, task_of_sample=task_of_sample,
+                 n_options_of_sample=n_options_of_sample, tau=tau, lam=lam, n_boot=n_boot,
+                 confidence=confidence, seed=seed, filters=filters)
+    order: OrderSensitivity = out["order"]
+    out["order"] = {"benchmarks": order.benchmarks, "samples": []}
+    text = json.dumps(out)
+    if not text.endswith('"samples": []}}'):  # the order samples are the last member of the object
+        raise AssertionError("audit_ablations_json: the object no longer ends with the order samples")
+    return order.samples_json(text[:-len("[]}}")], "}}")
 
 
 def result_tables(result: Mapping[str, Any]) -> dict[str, Any]:
@@ -976,6 +1427,7 @@ __all__ = [
     "agreement",
     "agreement_measures",
     "audit_ablations",
+    "audit_ablations_json",
     "order_sensitivity",
     "prepare",
     "result_tables",
