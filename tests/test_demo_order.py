@@ -55,7 +55,7 @@ def test_reordering_breaks_the_order_family_and_leaves_the_others(order_result):
                 assert acc[(model, cond)][key] == pytest.approx(acc[(model, "uniform")][key], abs=1e-4)
     order = {c: acc[("zoo-order", c)] for c in o["conditions"]}
     # in order the order member answers the order questions; reversed it names the other object
-    assert order["uniform"]["order_family_soft"] >= 0.8
+    assert order["uniform"]["order_family_soft"] >= 0.7
     assert order["reversed"]["order_family_soft"] <= 0.2
     assert order["shuffled"]["order_family_soft"] < order["uniform"]["order_family_soft"] - 0.2
     # ... while the frame-agnostic and other questions keep their answers
