@@ -62,7 +62,7 @@ def _first_in_pixels(q, scene, frames, times):
             return None
         first[role] = (at[0], f"the {obj.colour} {obj.shape}")
     (_, a), (_, b) = sorted(first.values())
-    return q.options.index(a)
+    return q.options.index(f"{a}, then {b}")
 
 
 def test_default_mix_plants_the_order_family_without_shrinking_the_world():
@@ -90,12 +90,16 @@ def test_order_scenes_and_options_are_as_planted(plan):
         for o in (a, b):
             assert 0.25 * scene.duration - 0.1 - 1e-9 <= o.appear.length <= 0.3 * scene.duration + 0.1 + 1e-9
             assert math.isclose(o.appear.start * scene.fps, round(o.appear.start * scene.fps))
-        assert q.options[q.answer] == f"the {first.colour} {first.shape}"
-        assert f"the {second.colour} {second.shape}" in q.options
-        # the other two options name objects that appear nowhere, one of each shape: text says nothing
-        absent = [o for o in q.options if o not in (f"the {a.colour} {a.shape}", f"the {b.colour} {b.shape}")]
-        assert len(absent) == 2 and sorted(o.split()[-1] for o in absent) == ["diamond", "triangle"]
-        assert not {o.split()[1] for o in absent} & scene.colours()
+        one, two = f"the {first.colour} {first.shape}", f"the {second.colour} {second.shape}"
+        assert q.options[q.answer] == f"{one}, then {two}" and f"{two}, then {one}" in q.options
+        # the other two options are both orders of a triangle and a diamond that appear nowhere:
+        # every option names a triangle and a diamond, two in each order, so the text says nothing
+        pairs = [o.split(", then ") for o in q.options]
+        assert all(sorted(p.split()[-1] for p in pair) == ["diamond", "triangle"] for pair in pairs)
+        assert sorted(pair[0].split()[-1] for pair in pairs) == ["diamond", "diamond", "triangle", "triangle"]
+        absent = [pair for pair in pairs if one not in pair]
+        assert len(absent) == 2 and absent[0] == absent[1][::-1]
+        assert not {p.split()[1] for p in absent[0]} & scene.colours()
         assert q.window is None and q.planted == "temporally_grounded"
 
 
@@ -110,7 +114,7 @@ def test_order_answer_follows_the_frames_and_breaks_when_reordered(plan):
         for role in ORDER_ROLES:
             assert sum(_shows(frames, times, scene.object(role), scene.size)) >= 2
         assert _first_in_pixels(q, scene, frames, times) == q.answer == seen_first(q, scene, times)
-        # reversed: the frames now show the *other* object first
+        # reversed: the frames now show the *other* object first (the reversed order's option)
         rev = _first_in_pixels(q, scene, frames[::-1], times[::-1])
         assert rev is not None and rev != q.answer and rev == seen_first(q, scene, times[::-1])
         # shuffled: whatever the shuffled frames show first (often the other object)

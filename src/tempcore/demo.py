@@ -124,6 +124,7 @@ def run_demo(
     result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
     result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
     result["order"] = demo_order(cfg, world, out, progress=progress, log=log)
+    result["order"]["tempcore_categories"] = _order_family_categories(world, d)
     if visual:
         result["visual"] = demo_visual(world, out, progress=progress, log=log)
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
@@ -328,7 +329,8 @@ def demo_order(
     frames' positions, and the HF VLM, which reads the frames as a sequence); ``recovery_all_models``
     over the whole panel is reported beside it, unchanged. ``accuracy``: per model and condition, the
     hard accuracy and mean probability on the correct option of the order questions and of the
-    others (reordering should break the former and leave the latter)."""
+    others (reordering should break the former and leave the latter). :func:`run_demo` adds
+    ``tempcore_categories``: the FSS x LIS categories (soft) the main run gives the order questions."""
     import pyarrow.compute as pc
 
     from tempcore.config import RunConfig
@@ -382,6 +384,19 @@ def demo_order(
     return result
 
 
+def _order_family_categories(world: Any, diagnosis: Any) -> dict[str, int]:
+    """How the FSS x LIS taxonomy (soft scoring, the main run) classifies the order-family questions."""
+    from tempcore.world.families import ORDER_SENSITIVE_FAMILIES
+
+    category = {str(s): str(c) for s, c in zip(diagnosis.sample_id, diagnosis.category)}
+    counts: dict[str, int] = {}
+    for wq in world.world.questions:
+        if wq.question.family in ORDER_SENSITIVE_FAMILIES:
+            c = category.get(wq.sample_id, "incomplete")
+            counts[c] = counts.get(c, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def format_order(o: dict[str, Any]) -> str:
     """The demo's order table: the recovery of order-sensitive samples, then accuracy per condition."""
 
@@ -397,6 +412,9 @@ def format_order(o: dict[str, Any]) -> str:
             r = o[key][scoring]
             lines.append(f"Order-sensitive, {scoring}, {label}: precision {num(r['precision'])}, "
                          f"recall {num(r['recall'])} ({r['recovered']} recovered, {r['planted']} planted)")
+    if o.get("tempcore_categories"):
+        lines.append("FSS x LIS categories of the order questions (soft): "
+                     + ", ".join(f"{k} {v}" for k, v in o["tempcore_categories"].items()))
     lines.append("accuracy (order questions / others), percent, hard | soft:")
     models = sorted({r["model"] for r in o["accuracy"]})
     width = max(len(m) for m in models) if models else 5

@@ -39,17 +39,18 @@ FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
     seconds outside the window, so K <= k_max MaxProb frames never need to enter it.
 
 ``appear_order`` -> temporally_grounded, and *order-sensitive* (:data:`ORDER_SENSITIVE_FAMILIES`)
-    "Which of these shapes appeared first?" A triangle and a diamond are each visible only inside a
+    "In which order did the shapes appear?" A triangle and a diamond are each visible only inside a
     window of their own (each 25-30% of the video, >= 1 s apart, one after the other; which comes
-    first is drawn). The options are the two objects ("the red triangle", "the blue diamond") and
-    two that appear nowhere (a triangle and a diamond of colours absent from the video), so the text
-    alone is at chance (1/4: two triangles, two diamonds, the first object is either shape) and
-    the question does not name the two objects (it would give them away). Evidence lies in *two*
-    windows and in their *order*: a model that sees frames of both windows but not their order
-    (mean / max pooling, attention without positions) can only narrow the answer to the two objects
-    shown (1/2); in order, frames of both windows answer it; the same frames reversed give the other
-    object, shuffled either one. MaxProb frames (QA-mode text names the first object) show it, MinProb
-    frames the seconds least like it: FSS > 0, planted temporally grounded. Each window is long
+    first is drawn). The options are orders of two objects: the true one ("the red triangle, then
+    the blue diamond"), the same two reversed, and both orders of a triangle and a diamond of colours
+    absent from the video, so the text alone is at chance (1/4: every option names a triangle and a
+    diamond, two in each order) and the question names no object. Evidence lies in *two* windows
+    and in their *order*: a model that sees frames of both windows but not their order (mean / max
+    pooling, attention without positions) can only narrow the answer to the two orders of the
+    objects shown (1/2); in order, frames of both windows answer it; the same frames reversed give
+    the reversed order, shuffled either one. QA-mode text names both objects, so MaxProb frames are
+    frames of their windows, MinProb frames the seconds least like either (neither object: chance):
+    FSS > 0, planted temporally grounded. Each window is long
     enough that ``uniform`` K = 8 frames put at least two frames in each (a window of a quarter of
     the video holds two of eight evenly spaced frames), so the order ablations of ``tempcore audit
     ablations`` (``shuffled`` / ``reversed`` of ``uniform``) see both. The windows are longer than
@@ -246,6 +247,14 @@ ORDER_ROLES = ("order_a", "order_b")
 """Roles of the two objects of an ``appear_order`` scene (a triangle and a diamond)."""
 
 
+def order_option(first: SceneObject | dict[str, Any], second: SceneObject | dict[str, Any]) -> str:
+    """The option text of an order: ``"the red triangle, then the blue diamond"``."""
+    def name(o: SceneObject | dict[str, Any]) -> str:
+        return f"{o['colour']} {o['shape']}" if isinstance(o, dict) else f"{o.colour} {o.shape}"
+
+    return f"the {name(first)}, then the {name(second)}"
+
+
 def _appear_order(scene: Scene, rng: np.random.Generator, position: int) -> Question:
     objs = [_require(scene, role, "appear_order") for role in ORDER_ROLES]
     if any(o.appear is None or o.absent is not None or o.recolour is not None for o in objs):
@@ -255,14 +264,15 @@ def _appear_order(scene: Scene, rng: np.random.Generator, position: int) -> Ques
     if first.appear.end > second.appear.start:
         raise FamilyError(f"appear_order: the windows of {scene.video_id} overlap")
     free = sorted(set(COLOURS) - scene.colours())
-    others = _pick(free, 2, rng)
-    distractors = [f"the {others[0]} {first.shape}", f"the {others[1]} {second.shape}",
-                   f"the {second.colour} {second.shape}"]
-    options = _place(f"the {first.colour} {first.shape}", distractors, position, rng)
+    x, y = _pick(free, 2, rng)
+    fx = {"colour": x, "shape": first.shape}
+    sy = {"colour": y, "shape": second.shape}
+    distractors = [order_option(second, first), order_option(fx, sy), order_option(sy, fx)]
+    options = _place(order_option(first, second), distractors, position, rng)
     return Question(
         "appear_order",
         "temporally_grounded",
-        "Which of these shapes appeared first?",
+        "In which order did the shapes appear?",
         options,
         position,
         None,
@@ -273,11 +283,11 @@ def _appear_order(scene: Scene, rng: np.random.Generator, position: int) -> Ques
 
 
 def seen_first(question: Question, scene: Scene, times: Sequence[float]) -> int | None:
-    """The option an ``appear_order`` question's answer is *as shown*: of the two objects, the one
-    visible at an earlier position of ``times`` (shown frame times, in the order shown), or ``None``
-    when the frames do not show both (or show both first in the same frame, which the scenes never
-    do). For frames in chronological order that hold both windows this is ``question.answer``; for
-    the same frames reversed it is the other object's option."""
+    """The option an ``appear_order`` question's answer is *as shown*: the order in which the two
+    objects first show in ``times`` (shown frame times, in the order shown), or ``None`` when the
+    frames do not show both (or show both first in the same frame, which the scenes never do). For
+    frames in chronological order that hold both windows this is ``question.answer``; for the same
+    frames reversed it is the reversed order's option."""
     if question.family not in ORDER_SENSITIVE_FAMILIES:
         raise FamilyError(f"seen_first: {question.family} is not an order family")
     pos: dict[str, int] = {}
@@ -292,9 +302,8 @@ def seen_first(question: Question, scene: Scene, times: Sequence[float]) -> int 
         pos[key] = at[0]
     if pos["first"] == pos["second"]:
         return None
-    key = "first" if pos["first"] < pos["second"] else "second"
-    ev = question.evidence[key]
-    return question.options.index(f"the {ev['colour']} {ev['shape']}")
+    a, b = ("first", "second") if pos["first"] < pos["second"] else ("second", "first")
+    return question.options.index(order_option(question.evidence[a], question.evidence[b]))
 
 
 def _shape_sides(scene: Scene, rng: np.random.Generator, position: int) -> Question:
@@ -388,5 +397,6 @@ __all__ = [
     "Question",
     "circle_event",
     "make_question",
+    "order_option",
     "seen_first",
 ]
