@@ -16,7 +16,7 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--out", str(out), "--questions", "28", "--no-progress", "--json"]) == 0
     result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert set(result) == {"scoring", "grounding", "mba", "report", "subset"}
+    assert set(result) == {"scoring", "grounding", "mba", "order", "report", "subset"}
     assert set(result["scoring"]) == {"soft", "hard", "circular"}
     for scoring, rec in result["scoring"].items():
         confusion = rec["confusion"]
@@ -51,6 +51,18 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
     # the trained frame models beat chance MBA by far on the binarised world
     assert max(r["mba"] for r in result["mba"]) > 2 * chance
     assert (out / "binary-run" / "predictions.parquet").exists()
+
+    # the order step: every planted order question and as many others, five conditions
+    o = result["order"]
+    n_order = sum(1 for q in questions if q["family"] == "appear_order")
+    assert n_order > 0 and o["order_questions"] == n_order and o["questions"] == 2 * n_order
+    for key in ("recovery", "recovery_all_models"):
+        for scoring in ("soft", "hard"):
+            r = o[key][scoring]
+            assert r["planted"] == n_order and r["n"] == 2 * n_order
+            assert all(r[m] is None or 0.0 <= r[m] <= 1.0 for m in ("precision", "recall"))
+    assert len(o["accuracy"]) == len(result["mba"]) * 5
+    assert (out / "order-run" / "predictions.parquet").exists()
 
     # grounding: the planted windows (one per brief triangle / recoloured circle) are what the
     # retrieval baseline finds through the shipped encoder at the world's fps (variant fine); the

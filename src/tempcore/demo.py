@@ -20,7 +20,12 @@
    questions {correct, negative}) under ``uniform`` only, for its first 48 questions, in a run of its own (``binary-run``; the
    frame embeddings come from the same cache), and score BA / MBA / chance MBA per zoo model beside
    its multiple-choice accuracy under ``uniform`` (:func:`demo_mba`);
-6. with ``--visual``: visual answer options (paper 002) built from the world's planted events — TFR
+7. answer the world's order-family questions (``appear_order``: "which of these shapes appeared first?",
+   planted order-sensitive) and as many others under ``uniform``, ``textonly``, ``single``,
+   ``shuffled`` and ``reversed`` in a run of its own (``order-run``), and compare the order-sensitive
+   samples recovered by the order-sensitivity analysis of ``tempcore audit ablations`` with the
+   planted ones (:func:`demo_order`);
+8. with ``--visual``: visual answer options (paper 002) built from the world's planted events — TFR
    (with its text control) and VFP over its first :data:`VISUAL_VIDEOS` videos — answered by the
    same panel through the run store under ``visual_options``, checked against the planted windows
    and scored with the paper's statistics (:func:`demo_visual`).
@@ -150,6 +155,9 @@ def _run_demo(
         result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
     with section("binary (MBA)"):
         result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
+    with section("order"):
+        result["order"] = demo_order(cfg, world, out, progress=progress, log=log)
+        result["order"]["tempcore_categories"] = _order_family_categories(world, d)
     if visual:
         with section("visual"):
             result["visual"] = demo_visual(world, out, progress=progress, log=log)
@@ -347,6 +355,153 @@ def format_mba(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+ORDER_CONDITIONS: tuple[dict[str, Any], ...] = (
+    {"strategy": "uniform"}, {"strategy": "textonly"}, {"strategy": "single"}, {"strategy": "shuffled"},
+    {"strategy": "reversed"},
+)
+"""The conditions of the order step: the video (``uniform``, K frames) and TVBench's ablations of it
+(no image; one random frame; the same K frames shuffled; reversed)."""
+ORDER_TAU = 0.15  # the order analysis' default tau (Key: OS > tau)
+
+
+def order_subset(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The order step's questions: every order-sensitive one (planted) and as many others, evenly
+    spaced over the others in annotation order (so every family is represented), in annotation order."""
+    from tempcore.world.families import ORDER_SENSITIVE_FAMILIES
+
+    order = [i for i, r in enumerate(rows) if r["family"] in ORDER_SENSITIVE_FAMILIES]
+    others = [i for i, r in enumerate(rows) if r["family"] not in ORDER_SENSITIVE_FAMILIES]
+    n = min(len(order), len(others))
+    picked = {others[(j * len(others)) // n] for j in range(n)} if n else set()
+    return [rows[i] for i in sorted(set(order) | picked)]
+
+
+def demo_order(
+    cfg: Any, world: Any, out: Path, *, progress: bool = True, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Order sensitivity on the world: recovered (issue 14's analysis) vs planted.
+
+    The questions: :func:`order_subset` (every ``appear_order`` question and as many others), written to
+    ``out / "order" / annotations.jsonl`` and run with the demo's panel under :data:`ORDER_CONDITIONS`
+    into ``out / "order-run"`` (frames decoded from the world's videos; no frame scores needed).
+    Planted order-sensitive: the families of
+    :data:`~tempcore.world.families.ORDER_SENSITIVE_FAMILIES`. Recovered: Key at :data:`ORDER_TAU`
+    under shuffled or reversed (:func:`tempcore.world.recovery.order_recovery`, hard and soft).
+
+    The panel. OS is a mean over models; the zoo members of an order-blind kind
+    (:data:`~tempcore.world.recovery.ORDER_BLIND_KINDS`: the text model, the mean / max pooling
+    members, the position-free attention member) give the same answer to any order of the same
+    frames by construction, so each adds exactly 0 to every sample's sum and only divides OS by a
+    larger |M|: with four blind members of six, a sample whose order-capable members all lose 0.6
+    has OS 0.2, one they lose 0.4 has 0.13 < tau. ``recovery`` is therefore computed over the
+    models that are not order-blind by construction (``zoo-order``, whose transformer sees its
+    frames' positions, and the HF VLM, which reads the frames as a sequence); ``recovery_all_models``
+    over the whole panel is reported beside it, unchanged. ``accuracy``: per model and condition, the
+    hard accuracy and mean probability on the correct option of the order questions and of the
+    others (reordering should break the former and leave the latter). :func:`run_demo` adds
+    ``tempcore_categories``: the FSS x LIS categories (soft) the main run gives the order questions."""
+    import pyarrow.compute as pc
+
+    from tempcore.config import RunConfig
+    from tempcore.runner import run
+    from tempcore.tidy import read_predictions
+    from tempcore.world import BENCHMARK_NAME
+    from tempcore.world.families import ORDER_SENSITIVE_FAMILIES
+    from tempcore.world.generator import write_annotations
+    from tempcore.world.recovery import order_blind_models, order_recovery
+
+    rows = order_subset(world.world.rows())
+    folder = out / "order"
+    annotations = write_annotations(folder / "annotations.jsonl", rows)
+    raw = dict(cfg.to_dict())
+    raw.pop("source", None)
+    raw["out"] = str(out / "order-run")
+    raw["benchmarks"] = [{"name": "generic", "annotations": str(annotations), "video_root": str(world.root),
+                          "options": {"benchmark_name": BENCHMARK_NAME}}]
+    raw["conditions"] = [dict(c) for c in ORDER_CONDITIONS]
+    ocfg = RunConfig.from_dict(raw, source="tempcore demo (order)")
+    planted = {r["id"]: r["family"] in ORDER_SENSITIVE_FAMILIES for r in rows}
+    log(f"order: {sum(planted.values())} order questions and {len(rows) - sum(planted.values())} others under "
+        f"{', '.join(c['strategy'] for c in ORDER_CONDITIONS)}, into {out / 'order-run'}")
+    summary = run(ocfg, progress=progress, log=log, recompute=True)
+    table = _only_samples(read_predictions(_table_file(summary)), set(planted))
+    models = sorted(set(table.column("model").to_pylist()))
+    panel = [m for m in models if m not in order_blind_models(models)]
+    result: dict[str, Any] = {"questions": len(rows), "order_questions": sum(planted.values()),
+                              "conditions": [c["strategy"] for c in ORDER_CONDITIONS], "tau": ORDER_TAU,
+                              "panel": panel, "recovery": {}, "recovery_all_models": {}}
+    for scoring in ("soft", "hard"):
+        for key, chosen in (("recovery", panel), ("recovery_all_models", models)):
+            rec = order_recovery(table, planted, scoring=scoring, models=chosen, tau=ORDER_TAU)
+            rec.pop("os")
+            result[key][scoring] = rec
+    accuracy = []
+    for model in models:
+        for cond in result["conditions"]:
+            part = table.filter(pc.and_(pc.equal(table.column("model"), model), pc.equal(table.column("strategy"), cond)))
+            got = {sid: (bool(c), float(p)) for sid, c, p in zip(part.column("sample_id").to_pylist(),
+                                                             part.column("correct").to_pylist(),
+                                                             part.column("p_correct").to_pylist())}
+            row: dict[str, Any] = {"model": model, "condition": cond}
+            for name, want in (("order_family", True), ("others", False)):
+                vals = [v for sid, v in got.items() if planted[sid] is want]
+                row[name] = sum(c for c, _ in vals) / len(vals) if vals else None
+                row[f"{name}_soft"] = sum(p for _, p in vals) / len(vals) if vals else None
+            accuracy.append(row)
+    result["accuracy"] = accuracy
+    result["run"] = summary.out
+    return result
+
+
+def _order_family_categories(world: Any, diagnosis: Any) -> dict[str, int]:
+    """How the FSS x LIS taxonomy (soft scoring, the main run) classifies the order-family questions."""
+    from tempcore.world.families import ORDER_SENSITIVE_FAMILIES
+
+    category = {str(s): str(c) for s, c in zip(diagnosis.sample_id, diagnosis.category)}
+    counts: dict[str, int] = {}
+    for wq in world.world.questions:
+        if wq.question.family in ORDER_SENSITIVE_FAMILIES:
+            c = category.get(wq.sample_id, "incomplete")
+            counts[c] = counts.get(c, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def format_order(o: dict[str, Any]) -> str:
+    """The demo's order table: the recovery of order-sensitive samples, then accuracy per condition."""
+
+    def num(x: Any) -> str:
+        return "undefined" if x is None else f"{x:.3f}"
+
+    lines = [f"order sensitivity: {o['order_questions']} order questions (planted order-sensitive) and "
+             f"{o['questions'] - o['order_questions']} others under {', '.join(o['conditions'])}; "
+             f"Key at tau {o['tau']:g} under shuffled or reversed"]
+    for key, label in (("recovery", f"panel not order-blind by construction ({', '.join(o['panel'])})"),
+                       ("recovery_all_models", "all models")):
+        for scoring in ("soft", "hard"):
+            r = o[key][scoring]
+            lines.append(f"Order-sensitive, {scoring}, {label}: precision {num(r['precision'])}, "
+                         f"recall {num(r['recall'])} ({r['recovered']} recovered, {r['planted']} planted)")
+    if o.get("tempcore_categories"):
+        lines.append("FSS x LIS categories of the order questions (soft): "
+                     + ", ".join(f"{k} {v}" for k, v in o["tempcore_categories"].items()))
+    lines.append("accuracy (order questions / others), percent, hard | soft:")
+    models = sorted({r["model"] for r in o["accuracy"]})
+    width = max(len(m) for m in models) if models else 5
+    lines.append("model".ljust(width) + "".join(f"  {c:>19}" for c in o["conditions"]))
+    for m in models:
+        cells = []
+        for c in o["conditions"]:
+            r = next(x for x in o["accuracy"] if x["model"] == m and x["condition"] == c)
+
+            def pct(v: Any) -> str:
+                return "-" if v is None else f"{100 * v:.0f}"
+
+            cells.append(f"{pct(r['order_family'])}/{pct(r['others'])} | {pct(r['order_family_soft'])}/"
+                         f"{pct(r['others_soft'])}")
+        lines.append(m.ljust(width) + "".join(f"  {x:>19}" for x in cells))
+    return "\n".join(lines)
+
+
 def _table_file(summary: Any) -> str:
     """The run's tidy predictions file (the runner writes none without pyarrow, which the demo needs)."""
     if summary.predictions_file is None:
@@ -371,6 +526,8 @@ def format_demo(result: dict[str, Any]) -> str:
             label = {"soft": "soft (probability on the correct option)", "hard": "hard (the paper's 0/1)",
                      "circular": "circular (0/1 over option rotations)"}[scoring]
             parts.append(format_recovery(result["scoring"][scoring], title=f"scoring: {label}"))
+    if result.get("order"):  # the order-sensitive recovery beside the TempCore recovery
+        parts.append(format_order(result["order"]))
     if result.get("grounding"):
         parts.append(format_grounding(result["grounding"]))
     if result.get("mba"):

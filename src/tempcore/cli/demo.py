@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
                       seed=HELD_OUT_SEED if args.seed is None else args.seed, k=args.k,
                       progress=not args.no_progress, log=log, visual=args.visual, profile=args.profile)
     if args.json:
-        keys = ("scoring", "grounding", "mba", "report", "subset") + (("visual",) if args.visual else ())
+        keys = ("scoring", "grounding", "mba", "order", "report", "subset") + (("visual",) if args.visual else ())
         json.dump({k: result[k] for k in keys}, sys.stdout)
         sys.stdout.write("\n")
     else:

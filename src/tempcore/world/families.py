@@ -38,6 +38,30 @@ FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
     ordinary seconds: they show the change (FSS ~ -1). The video keeps at least ``k_max`` whole
     seconds outside the window, so K <= k_max MaxProb frames never need to enter it.
 
+``appear_order`` -> temporally_grounded, and *order-sensitive* (:data:`ORDER_SENSITIVE_FAMILIES`)
+    "In which order did the shapes appear?" A triangle and a diamond are each visible only inside a
+    window of their own (each 25-30% of the video, >= 1 s apart, one after the other; which comes
+    first is drawn). The options are orders of two objects: the true one ("the red triangle, then
+    the blue diamond"), the same two reversed, and both orders of a triangle and a diamond of colours
+    absent from the video, so the text alone is at chance (1/4: every option names a triangle and a
+    diamond, two in each order) and the question names no object. Evidence lies in *two* windows
+    and in their *order*: a model that sees frames of both windows but not their order (mean / max
+    pooling, attention without positions) can only narrow the answer to the two orders of the
+    objects shown (1/2); in order, frames of both windows answer it; the same frames reversed give
+    the reversed order, shuffled either one. QA-mode text names both objects, so MaxProb frames come
+    from their windows and MinProb frames from the seconds least like either (neither object:
+    chance): planted temporally grounded. Not guaranteed by construction, unlike the 1-3 s families:
+    MaxProb frames ranked by similarity may all come from one of the two windows (with the shipped
+    encoder: both windows for 4 of 10 questions, one for 6; on the demo's world FSS puts 13 of the 25
+    order questions in temporally grounded, 12 in frame-agnostic). What is planted for sure is the
+    order sensitivity (:data:`ORDER_SENSITIVE_FAMILIES`). Each window is long
+    enough that ``uniform`` K = 8 frames put at least two frames in each (a window of a quarter of
+    the video holds two of eight evenly spaced frames), so the order ablations of ``tempcore audit
+    ablations`` (``shuffled`` / ``reversed`` of ``uniform``) see both. The windows are longer than
+    the 1-3 s of the other events, so MinProb / MaxProb with K = k_max may have to enter them (the
+    ``k_max`` guarantee of the other windowed families is not claimed here). :func:`seen_first`
+    gives the answer a sequence of shown frame times implies (the planted truth of any reordering).
+
 ``shape_sides`` -> trivial (world knowledge)
     "How many sides does a triangle have?" (three / four / five / six, for triangle, square,
     pentagon, hexagon). The video is irrelevant; a text-only model answers it (LIS ~ 0).
@@ -59,6 +83,10 @@ from tempcore.world.scene import COLOURS, Interval, Scene, SceneObject
 
 PLANTED_CATEGORIES = ("trivial", "frame_agnostic", "temporally_grounded", "visual_bias")
 """The four categories of the paper's taxonomy, as :func:`tempcore.diagnostics.taxonomy` names them."""
+
+ORDER_SENSITIVE_FAMILIES = frozenset({"appear_order"})
+"""Families planted *order-sensitive*: their answer changes when the same frames are reordered
+(beside the taxonomy category; what the order-sensitivity analysis of issue 14 should recover)."""
 
 N_OPTIONS = 4
 
@@ -87,6 +115,7 @@ NOT_COLOURS = (
 
 # which element of a scene a family asks about; a video hosts at most one question per slot
 SLOT_ANCHOR, SLOT_CIRCLE, SLOT_BRIEF, SLOT_TEXT = "anchor", "circle", "brief", "text"
+SLOT_PAIR = "pair"  # the triangle and diamond quadrants of a video without a brief question
 
 
 class FamilyError(ValueError):
@@ -112,7 +141,8 @@ class Family:
 
     ``circle_event``: the circle event the scene must have for this family (``none`` / ``absent`` /
     ``recolour``), or None when the family does not ask about the circle. ``needs_brief``: the
-    scene must have a brief object.
+    scene must have a brief object. ``needs_order``: the scene must have the two order objects
+    (roles ``order_a`` / ``order_b``, each visible in one window).
     """
 
     name: str
@@ -121,6 +151,7 @@ class Family:
     make: Callable[[Scene, np.random.Generator, int], Question]
     circle_event: str | None = None
     needs_brief: bool = False
+    needs_order: bool = False
     summary: str = ""
 
 
@@ -216,6 +247,69 @@ def _brief_colour(scene: Scene, rng: np.random.Generator, position: int) -> Ques
     )
 
 
+ORDER_ROLES = ("order_a", "order_b")
+"""Roles of the two objects of an ``appear_order`` scene (a triangle and a diamond)."""
+
+
+def order_option(first: SceneObject | dict[str, Any], second: SceneObject | dict[str, Any]) -> str:
+    """The option text of an order: ``"the red triangle, then the blue diamond"``."""
+    def name(o: SceneObject | dict[str, Any]) -> str:
+        return f"{o['colour']} {o['shape']}" if isinstance(o, dict) else f"{o.colour} {o.shape}"
+
+    return f"the {name(first)}, then the {name(second)}"
+
+
+def _appear_order(scene: Scene, rng: np.random.Generator, position: int) -> Question:
+    objs = [_require(scene, role, "appear_order") for role in ORDER_ROLES]
+    if any(o.appear is None or o.absent is not None or o.recolour is not None for o in objs):
+        raise FamilyError(f"appear_order: the order objects of {scene.video_id} need one appearance each")
+    first, second = sorted(objs, key=lambda o: o.appear.start if o.appear else 0.0)
+    assert first.appear is not None and second.appear is not None
+    if first.appear.end > second.appear.start:
+        raise FamilyError(f"appear_order: the windows of {scene.video_id} overlap")
+    free = sorted(set(COLOURS) - scene.colours())
+    x, y = _pick(free, 2, rng)
+    fx = {"colour": x, "shape": first.shape}
+    sy = {"colour": y, "shape": second.shape}
+    distractors = [order_option(second, first), order_option(fx, sy), order_option(sy, fx)]
+    options = _place(order_option(first, second), distractors, position, rng)
+    return Question(
+        "appear_order",
+        "temporally_grounded",
+        "In which order did the shapes appear?",
+        options,
+        position,
+        None,
+        {"order": True,
+         "first": {"shape": first.shape, "colour": first.colour, "window": first.appear.to_list()},
+         "second": {"shape": second.shape, "colour": second.colour, "window": second.appear.to_list()}},
+    )
+
+
+def seen_first(question: Question, scene: Scene, times: Sequence[float]) -> int | None:
+    """The option an ``appear_order`` question's answer is *as shown*: the order in which the two
+    objects first show in ``times`` (shown frame times, in the order shown), or ``None`` when the
+    frames do not show both (or show both first in the same frame, which the scenes never do). For
+    frames in chronological order that hold both windows this is ``question.answer``; for the same
+    frames reversed it is the reversed order's option."""
+    if question.family not in ORDER_SENSITIVE_FAMILIES:
+        raise FamilyError(f"seen_first: {question.family} is not an order family")
+    pos: dict[str, int] = {}
+    for key in ("first", "second"):
+        ev = question.evidence[key]
+        obj = next((o for o in scene.objects if o.shape == ev["shape"] and o.colour == ev["colour"]), None)
+        if obj is None:
+            raise FamilyError(f"seen_first: video {scene.video_id} has no {ev['colour']} {ev['shape']}")
+        at = [i for i, t in enumerate(times) if obj.visible_at(float(t))]
+        if not at:
+            return None
+        pos[key] = at[0]
+    if pos["first"] == pos["second"]:
+        return None
+    a, b = ("first", "second") if pos["first"] < pos["second"] else ("second", "first")
+    return question.options.index(order_option(question.evidence[a], question.evidence[b]))
+
+
 def _shape_sides(scene: Scene, rng: np.random.Generator, position: int) -> Question:
     shapes = sorted(SIDES)
     shape = shapes[int(rng.integers(len(shapes)))]
@@ -263,6 +357,8 @@ FAMILIES: dict[str, Family] = {
                summary="world knowledge: sides of a polygon"),
         Family("anchor_colour_obvious", "trivial", SLOT_ANCHOR, _anchor_colour_obvious,
                summary="only one option is a colour"),
+        Family("appear_order", "temporally_grounded", SLOT_PAIR, _appear_order, needs_order=True,
+               summary="which of two shapes, each visible in its own window, appeared first"),
     )
 }
 """Every family by name."""
@@ -270,13 +366,15 @@ FAMILIES: dict[str, Family] = {
 DEFAULT_WEIGHTS: dict[str, float] = {
     "anchor_colour": 1.0,
     "circle_stayed": 1.0,
-    "brief_colour": 2.0,
+    "brief_colour": 1.5,
     "circle_left": 1.0,
     "circle_recoloured": 1.0,
     "shape_sides": 1.0,
     "anchor_colour_obvious": 1.0,
+    "appear_order": 0.5,
 }
-"""Default mix: a quarter of the questions per planted category; the circle answers balanced."""
+"""Default mix: a quarter of the questions per planted category (temporally grounded: three
+``brief_colour`` to one ``appear_order``); the circle answers balanced."""
 
 
 def make_question(family: str, scene: Scene, rng: np.random.Generator, position: int) -> Question:
@@ -294,6 +392,8 @@ __all__ = [
     "HAPPENINGS",
     "N_OPTIONS",
     "NOT_COLOURS",
+    "ORDER_ROLES",
+    "ORDER_SENSITIVE_FAMILIES",
     "PLANTED_CATEGORIES",
     "SIDES",
     "Family",
@@ -301,4 +401,6 @@ __all__ = [
     "Question",
     "circle_event",
     "make_question",
+    "order_option",
+    "seen_first",
 ]

@@ -12,14 +12,18 @@ so the same seed gives the same world, byte for byte, on any machine):
 1. **Question counts.** ``n_questions`` is split over the families of
    :mod:`tempcore.world.families` in proportion to ``weights`` (largest remainder). The default mix
    plants a quarter of the questions in each category: trivial, frame-agnostic, temporally
-   grounded, visual bias.
+   grounded (three ``brief_colour`` to one ``appear_order``, the order-sensitive family), visual bias.
 2. **Videos.** Each family uses one *slot* of a scene (the square, the circle, the brief triangle,
    or none: text-only). A video hosts at most one question per slot, so the number of videos is the
-   largest slot count; the jobs of each slot are shuffled and dealt to videos 0, 1, 2, ...
+   largest slot count; the jobs of each slot are shuffled and dealt to videos 0, 1, 2, ... The
+   ``appear_order`` questions (slot ``pair``: the triangle's and the diamond's quadrants) go to the
+   videos after those of the brief questions, so no video has both (more videos only if needed).
 3. **Scenes.** A scene has a square (always visible, constant), a circle (constant, or absent /
    recoloured for a 1-3 s window, as its circle question needs; random when it has none), a
    triangle visible only for a 1-3 s window (when a ``brief_colour`` question needs it, else with
-   probability 0.3 as a distractor) and, with probability 0.5, a diamond (always visible). All
+   probability 0.3 as a distractor) and, with probability 0.5, a diamond (always visible); the scene
+   of an ``appear_order`` question has instead a triangle and a diamond each visible in one window of
+   25-30% of the video, one after the other (>= 1 s apart; these may overlap the circle's window). All
    colours in a scene are distinct. Windows lie on the frame grid, at least 1 s from either end and
    1 s from each other. A video with an event lasts at least ``k_max + 6`` seconds, so at least
    ``k_max`` whole seconds lie outside any window (a window of up to 3 s touches at most 4 seconds):
@@ -57,6 +61,7 @@ from tempcore.world.families import (
     SLOT_ANCHOR,
     SLOT_BRIEF,
     SLOT_CIRCLE,
+    SLOT_PAIR,
     SLOT_TEXT,
     FamilyError,
     Question,
@@ -69,9 +74,11 @@ BENCHMARK_NAME = "tempcore-world"
 ANNOTATIONS_FILE = "annotations.jsonl"
 WORLD_FILE = "world.json"
 VIDEO_DIR = "videos"
-SLOT_ORDER = (SLOT_ANCHOR, SLOT_CIRCLE, SLOT_BRIEF, SLOT_TEXT)
-_ROLE_RADIUS = {"anchor": 0.14, "circle": 0.14, "brief": 0.15, "extra": 0.13}
-_ROLE_SHAPE = {"anchor": "square", "circle": "circle", "brief": "triangle", "extra": "diamond"}
+SLOT_ORDER = (SLOT_ANCHOR, SLOT_CIRCLE, SLOT_BRIEF, SLOT_TEXT, SLOT_PAIR)
+_ROLE_RADIUS = {"anchor": 0.14, "circle": 0.14, "brief": 0.15, "extra": 0.13, "order_a": 0.15, "order_b": 0.14}
+_ROLE_SHAPE = {"anchor": "square", "circle": "circle", "brief": "triangle", "extra": "diamond",
+               "order_a": "triangle", "order_b": "diamond"}
+_ORDER_WINDOW = (0.25, 0.30)  # each order object's window, as a fraction of the video
 _P_BRIEF_DISTRACTOR = 0.3
 _P_EXTRA = 0.5
 _EVENT_MARGIN_S = 1.0
@@ -135,7 +142,8 @@ class WorldConfig:
     @property
     def needs_events(self) -> bool:
         return any(
-            self.weights.get(name, 0) > 0 for name in ("brief_colour", "circle_left", "circle_recoloured")
+            self.weights.get(name, 0) > 0
+            for name in ("brief_colour", "circle_left", "circle_recoloured", "appear_order")
         )
 
     @property
@@ -282,6 +290,21 @@ def _window(rng: np.random.Generator, n_frames: int, fps: float, cfg: WorldConfi
     raise WorldError(f"no room for a {cfg.window} s window in a {n_frames / fps:.1f} s video")
 
 
+def _order_windows(rng: np.random.Generator, n_frames: int, fps: float) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Two windows ``[s, e)`` in frames, one after the other, each :data:`_ORDER_WINDOW` of the video,
+    >= 1 s from both ends and from each other."""
+    margin = int(round(_EVENT_MARGIN_S * fps))
+    lo, hi = (max(1, int(math.ceil(f * n_frames))) for f in _ORDER_WINDOW)
+    la, lb = (int(rng.integers(lo, max(lo, hi) + 1)) for _ in range(2))
+    free = n_frames - 3 * margin - la - lb
+    if free < 0:
+        raise WorldError(f"no room for two order windows in a {n_frames / fps:.1f} s video")
+    u1, u2 = sorted(int(x) for x in rng.integers(0, free + 1, size=2))
+    start_a = margin + u1
+    start_b = start_a + la + margin + (u2 - u1)
+    return (start_a, start_a + la), (start_b, start_b + lb)
+
+
 def _drift(rng: np.random.Generator) -> tuple[float, float, float, float, float, float]:
     ax, ay = rng.uniform(0.01, 0.05, size=2)
     fx, fy = rng.uniform(0.05, 0.25, size=2)
@@ -296,9 +319,18 @@ def make_scene(
     *,
     circle_event: str | None = None,
     brief: bool | None = None,
+    order: bool = False,
 ) -> Scene:
     """A random scene. ``circle_event`` (``none`` / ``absent`` / ``recolour``) and ``brief`` fix what a
-    question needs; ``None`` draws them (circle: none 1/2, absent 1/4, recolour 1/4; brief 0.3)."""
+    question needs; ``None`` draws them (circle: none 1/2, absent 1/4, recolour 1/4; brief 0.3).
+    ``order``: the scene of an ``appear_order`` question: no brief triangle and no diamond, but a
+    triangle (role ``order_a``) and a diamond (``order_b``) in those quadrants, each visible only in a
+    window of :data:`_ORDER_WINDOW` of the video (on the frame grid, >= 1 s from either end and from
+    each other; which comes first drawn). They may overlap the circle's event window (other quadrant)."""
+    if order and brief:
+        raise WorldError(f"scene {video_id}: an order scene has no brief object")
+    if order:
+        brief = False
     if circle_event is None:
         circle_event = ("none", "none", "absent", "recolour")[int(rng.integers(4))]
     if circle_event not in ("none", "absent", "recolour"):
@@ -306,7 +338,7 @@ def make_scene(
     if brief is None:
         brief = bool(rng.random() < _P_BRIEF_DISTRACTOR)
     extra = bool(rng.random() < _P_EXTRA)
-    has_event = brief or circle_event != "none"
+    has_event = brief or order or circle_event != "none"
     lo = cfg.event_min_duration if has_event else cfg.duration[0]
     duration = float(rng.integers(int(math.ceil(lo)), int(math.floor(cfg.duration[1])) + 1))
     fps = float(cfg.fps)
@@ -338,7 +370,13 @@ def make_scene(
         frames = _window(rng, n_frames, fps, cfg, taken)
         taken.append(frames)
         objects.append(obj("brief", slots[2], colours.pop(), appear=interval(frames)))
-    if extra:
+    if order:
+        frames_a, frames_b = _order_windows(rng, n_frames, fps)
+        if rng.random() < 0.5:
+            frames_a, frames_b = frames_b, frames_a
+        objects.append(obj("order_a", slots[2], colours.pop(), appear=interval(frames_a)))
+        objects.append(obj("order_b", slots[3], colours.pop(), appear=interval(frames_b)))
+    elif extra:
         objects.append(obj("extra", slots[3], colours.pop()))
     backgrounds = sorted(BACKGROUNDS)
     return Scene(
@@ -392,13 +430,18 @@ def plan_from_config(cfg: WorldConfig) -> World:
     used = {name: 0 for name in counts}
     family_index = {name: i for i, name in enumerate(FAMILIES)}
 
-    n_videos = max(len(v) for v in jobs.values())
+    # the order questions' scenes use the brief triangle's quadrant: they go to the videos after those
+    # of the brief questions (videos len(brief jobs), len(brief jobs) + 1, ...)
+    pair_first = len(jobs[SLOT_BRIEF])
+    n_videos = max(max(len(v) for s, v in jobs.items() if s != SLOT_PAIR), pair_first + len(jobs[SLOT_PAIR]))
     width = max(4, len(str(n_videos - 1)))
     scenes: list[Scene] = []
     questions: list[WorldQuestion] = []
     for v in range(n_videos):
         video_id = f"v{v:0{width}d}"
-        mine = {slot: jobs[slot][v] for slot in SLOT_ORDER if v < len(jobs[slot])}
+        mine = {slot: jobs[slot][v] for slot in SLOT_ORDER if slot != SLOT_PAIR and v < len(jobs[slot])}
+        if 0 <= v - pair_first < len(jobs[SLOT_PAIR]):
+            mine[SLOT_PAIR] = jobs[SLOT_PAIR][v - pair_first]
         circle_family = mine.get(SLOT_CIRCLE)
         scene = make_scene(
             video_id,
@@ -406,6 +449,7 @@ def plan_from_config(cfg: WorldConfig) -> World:
             cfg,
             circle_event=FAMILIES[circle_family].circle_event if circle_family else None,
             brief=True if SLOT_BRIEF in mine else None,
+            order=SLOT_PAIR in mine,
         )
         scenes.append(scene)
         for slot in SLOT_ORDER:

@@ -14,7 +14,9 @@ planner (:func:`tempcore.world.generator.make_scene`), none added for grounding:
 A circle that is *absent* for a while is not asked: its window is where a phrase stops matching,
 which a frame-text similarity search cannot find as a peak (the retrieval baseline looks for the
 frames most like the query). Windows are half-open ``[start, end)`` seconds on the frame grid, 1-3 s
-long (the world's ``window``), at least 1 s from either end of a 10-40 s video.
+long (the world's ``window``), at least 1 s from either end of a 10-40 s video. The two objects of
+an ``appear_order`` scene (roles :data:`~tempcore.world.families.ORDER_ROLES`) are not asked: their
+windows are a quarter of the video each, not the world's 1-3 s, and the order question is theirs.
 
 Rows (``grounding.jsonl`` next to ``annotations.jsonl``, the generic grounding format of
 :mod:`tempcore.benchmarks.grounding`, read by the ``grounding`` loader): ``id``
@@ -30,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tempcore.records import Sample
+from tempcore.world.families import ORDER_ROLES
 from tempcore.world.scene import Scene, phrase
 
 GROUNDING_FILE = "grounding.jsonl"
@@ -41,6 +44,8 @@ def scene_grounding_rows(scene: Scene, video_dir: str = "videos") -> list[dict[s
     """The grounding rows of one scene (module docstring), in object order."""
     rows: list[dict[str, Any]] = []
     for obj in scene.objects:
+        if obj.role in ORDER_ROLES:  # the two objects of an appear_order scene: see the module docstring
+            continue
         if obj.appear is not None and obj.recolour is None:
             kind, window, colour = "appear", obj.appear, obj.colour
             question = f"When does the {colour} {obj.shape} appear?"

@@ -7,6 +7,9 @@ event of its video (``"the red triangle appears"``, ``"the blue circle leaves"``
 over the world's real encoded videos; :func:`world_vfp` builds VFP questions from the same videos.
 A world video holds at most two planted events, so every world TFR question has its closest
 distractor on one side only: it falls back to the anchor (the builder's documented no-neighbour case).
+The two objects of an ``appear_order`` scene (roles :data:`~tempcore.world.families.ORDER_ROLES`,
+each visible for a quarter of the video) are not TFR events: that keeps "at most two events" true
+and leaves their order to the ``appear_order`` question itself.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 from tempcore.visual.tfr import Event, VideoEvents, build_tfr
 from tempcore.visual.vfp import build_vfp
+from tempcore.world.families import ORDER_ROLES
 from tempcore.world.generator import VIDEO_DIR, WorldManifest, load_world
 from tempcore.world.scene import Scene
 
@@ -24,6 +28,8 @@ def scene_events(scene: Scene) -> list[Event]:
     """The planted events of a scene as labelled events (seconds, half-open windows)."""
     out = []
     for obj in scene.objects:
+        if obj.role in ORDER_ROLES:
+            continue
         if obj.appear is not None:
             out.append(Event(f"the {obj.colour} {obj.shape} appears", obj.appear.start, obj.appear.end))
         if obj.absent is not None:

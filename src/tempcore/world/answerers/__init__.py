@@ -70,7 +70,10 @@ K is drawn per batch from :data:`K_CHOICES`. 70% of the videos are degraded like
 (chroma averaged over 2 x 2 pixels, rounding, slight noise), since audited frames are decoded from
 encoded files. All members train on the same batches, each from its own seed, with AdamW and
 cross-entropy over the options. Prompts are rendered with :data:`TEMPLATES`, with the frame
-timestamps shown half of the time.
+timestamps shown half of the time. :data:`REORDER_P` of the draws show their frames out of time
+order (reversed or shuffled); the answer of an order question (``appear_order``) then follows the
+shown order, every other answer stays: the pooling members cannot tell the difference, ``zoo-order``
+learns that the sequence of its frames is their time order.
 
 Modules, by concern: :mod:`.constants` (members, sizes, the training mix, :class:`ZooError`; no
 torch), :mod:`.text` (the text codec), :mod:`.nets` (frame tensors, the frame encoder, the heads),
@@ -100,6 +103,7 @@ _WHERE: dict[str, str] = {
     "TRAIN_SEED_BASE": "constants",
     "PICKS": "constants",
     "K_CHOICES": "constants",
+    "REORDER_P": "constants",
     "TEMPLATES": "constants",
     "ZooError": "constants",
     "_WORD": "text",

@@ -40,6 +40,12 @@ PICKS: dict[str, float] = {
 K_CHOICES = (1, 4, 8, 8, 8, 16)
 """Frames per training batch, drawn per batch (8, the demo's K, most often)."""
 
+REORDER_P = 0.3
+"""Share of training draws whose frames are shown out of order (reversed or shuffled; the answer of
+an order question follows the shown order: :class:`~tempcore.world.answerers.sampling.ExampleSampler`).
+The pooling members cannot tell; ``zoo-order`` learns that the sequence of its frames is their time
+order, and that the other families' answers do not depend on it."""
+
 TEMPLATES = ("default", "default", "default", "letter_only", "lmms_eval")
 """Prompt templates of the training mix (drawn per example); timestamps are shown half of the time."""
 

@@ -15,6 +15,7 @@ from tempcore.models.base import (
 )
 from tempcore.world.answerers.constants import GREY, PICKS, TEMPLATES, ZooError
 from tempcore.world.answerers.text import TextCodec, _bag, question_text, vocabulary
+from tempcore.world.families import ORDER_SENSITIVE_FAMILIES, seen_first
 
 
 def quadrant_targets(scene: Any, times: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -182,7 +183,15 @@ def degrade(frames: np.ndarray, rng: np.random.Generator) -> np.ndarray:
 
 class ExampleSampler:
     """Training / evaluation examples from a planned world (frames rendered in memory); ``families``
-    restricts the questions to those families."""
+    restricts the questions to those families.
+
+    ``reorder_p``: the probability that a draw shows its frames out of chronological order (half of
+    those reversed, half in a random permutation; picks of one frame and grey frames never). The
+    answer of a question whose family is order-sensitive
+    (:data:`~tempcore.world.families.ORDER_SENSITIVE_FAMILIES`) then follows the shown order
+    (:func:`~tempcore.world.families.seen_first`; unchanged when the frames do not show both
+    objects); every other family's answer does not depend on the order. 0 (evaluation) draws
+    exactly what it drew before this option existed."""
 
     def __init__(
         self,
@@ -193,6 +202,7 @@ class ExampleSampler:
         degrade_p: float = 0.7,
         timestamps_p: float = 0.5,
         families: Sequence[str] | None = None,
+        reorder_p: float = 0.0,
     ) -> None:
         self.world = world
         self.scenes = world.scene_map()
@@ -206,6 +216,9 @@ class ExampleSampler:
         self.templates = tuple(templates)
         self.degrade_p = degrade_p
         self.timestamps_p = timestamps_p
+        if not 0.0 <= reorder_p <= 1.0:
+            raise ZooError(f"reorder_p must be in [0, 1], not {reorder_p}")
+        self.reorder_p = reorder_p
 
     def prompts(self) -> Iterable[str]:
         """Every question text (:func:`question_text` of a rendered prompt) and option text the sampler
@@ -227,16 +240,23 @@ class ExampleSampler:
         q = wq.question
         idx = pick_indices(scene, q.window, pick, k, rng)
         grey = GREY if rng.random() < 0.7 else int(rng.integers(96, 161))
+        answer = q.answer
         if idx is None:
             times = tuple(float(t) for t in np.linspace(0, scene.duration, k, endpoint=False))
         else:
+            if self.reorder_p > 0 and len(idx) > 1 and rng.random() < self.reorder_p:
+                perm = np.arange(len(idx))[::-1] if rng.random() < 0.5 else rng.permutation(len(idx))
+                idx = [idx[int(i)] for i in perm]
             times = tuple(i / scene.fps for i in idx)
+            if q.family in ORDER_SENSITIVE_FAMILIES:
+                shown_first = seen_first(q, scene, times)
+                answer = q.answer if shown_first is None else shown_first
         template = self.templates[int(rng.integers(len(self.templates)))]
         shown = times if rng.random() < self.timestamps_p else None
         prompt = render_prompt(q.question, q.options, template, timestamps=shown)
         return Draw(
             index, wq.video_id, None if idx is None else tuple(idx), grey, k, times, prompt, q.options,
-            q.answer, q.family, q.planted, pick, wq.sample_id, template, shown is not None,
+            answer, q.family, q.planted, pick, wq.sample_id, template, shown is not None,
         )
 
     def rotations(self, draw: Draw) -> list[Draw]:

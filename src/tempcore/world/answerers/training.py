@@ -14,7 +14,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from tempcore.world.answerers.constants import IMAGE_SIDE, K_CHOICES, MEMBERS, TRAIN_SEED_BASE, ZooError
+from tempcore.world.answerers.constants import (
+    IMAGE_SIDE,
+    K_CHOICES,
+    MEMBERS,
+    REORDER_P,
+    TRAIN_SEED_BASE,
+    ZooError,
+)
 from tempcore.world.answerers.model import save_answerer
 from tempcore.world.answerers.nets import AnswererNet, FrameEncoder, frames_tensor
 from tempcore.world.answerers.sampling import (
@@ -270,7 +277,7 @@ def train_answerers(
     Deterministic for a seed on a given machine and torch thread count."""
     start = time.perf_counter()
     world = world if world is not None else training_world(seed, n_questions)
-    sampler = ExampleSampler(world)
+    sampler = ExampleSampler(world, reorder_p=REORDER_P)
     codec = TextCodec.build(sampler.prompts())
     losses: dict[str, list[float]] = {}
     encoder = None
