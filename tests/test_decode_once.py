@@ -183,6 +183,8 @@ def test_demo_profile_prints_where_the_time_goes_and_changes_no_answer(tmp_path:
     plain, _ = demo("plain")
     profiled, err = demo("profiled", "--profile")
     assert profiled == plain  # the same recovery, grounding and MBA with the timing on
+    # six questions hold no order question: the order step says so instead of failing on an empty run
+    assert plain["order"]["order_questions"] == 0 and "no order question" in plain["order"]["skipped"]
     table = err[err.index("where the time goes"):]
     for name in ("decode", "encode", "answer zoo-mean", "answer zoo-text", "diagnostics", "report", "world",
                  "audit run", "grounding", "binary (MBA)", "decoding passes"):

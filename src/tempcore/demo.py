@@ -411,6 +411,11 @@ def demo_order(
     from tempcore.world.recovery import order_blind_models, order_recovery
 
     rows = order_subset(world.world.rows())
+    if not any(r["family"] in ORDER_SENSITIVE_FAMILIES for r in rows):  # a small world may have none
+        n = len(world.world.rows())
+        log(f"order: skipped, the world's {n} questions include no order question")
+        return {"questions": 0, "order_questions": 0, "conditions": [c["strategy"] for c in ORDER_CONDITIONS],
+                "skipped": f"the world's {n} questions include no order question ({', '.join(ORDER_SENSITIVE_FAMILIES)})"}
     folder = out / "order"
     annotations = write_annotations(folder / "annotations.jsonl", rows)
     raw = dict(cfg.to_dict())
@@ -468,6 +473,8 @@ def _order_family_categories(world: Any, diagnosis: Any) -> dict[str, int]:
 
 def format_order(o: dict[str, Any]) -> str:
     """The demo's order table: the recovery of order-sensitive samples, then accuracy per condition."""
+    if o.get("skipped"):
+        return f"order sensitivity: skipped ({o['skipped']})"
 
     def num(x: Any) -> str:
         return "undefined" if x is None else f"{x:.3f}"
