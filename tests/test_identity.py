@@ -465,3 +465,49 @@ def test_a_changed_chat_template_of_a_local_checkpoint_is_not_reused(tmp_path: P
     (ckpt / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}))
     with pytest.raises(RunError, match=r"model fake: chat template changed"):
         _run(_config(tmp_path, model=model))
+
+
+# --- a condition's strategy params change (the frames shown change under the same key) -------------
+
+
+def _oracle(**params: Any) -> list[dict[str, Any]]:
+    return [{"strategy": "oracle", "params": params}, {"strategy": "noframe"}]
+
+
+def test_changed_oracle_stride_is_not_served_from_the_store(tmp_path: Path) -> None:
+    """The oracle's ``stride`` is not part of the condition key: the same keys, other frames. A
+    rerun must not hand back answers given for the old windows' frames."""
+    _write_world(tmp_path)
+    first = _run(_config(tmp_path, conditions=_oracle(stride=4)))
+    before = _rows(tmp_path)
+    oracle_rows = {k: r for k, r in before.items() if k[1].startswith("oracle")}
+    assert first.models[0].done == len(before) and oracle_rows
+    # the same store, another stride: windows 1.. start elsewhere (window 0 starts at 0 either way)
+    FakeModel.calls.clear()
+    with pytest.raises(RunError) as err:
+        _run(_config(tmp_path, conditions=_oracle(stride=2)))
+    msg = str(err.value)
+    stale = [k for k, r in oracle_rows.items() if json.loads(r["frames"])["indices"][0] != 0]
+    assert stale
+    assert (f"model fake: {len(stale)} stored predictions of condition oracle were shown other frames "
+            "(the condition's params changed?)") in msg
+    assert "--recompute" in msg
+    assert FakeModel.loads == 1 and not FakeModel.calls  # stopped before any call
+    assert _rows(tmp_path) == before
+
+    again = _run(_config(tmp_path, conditions=_oracle(stride=2)), recompute=True)
+    assert again.models[0].replaced == len(stale)
+    after = _rows(tmp_path)
+    for key in stale:  # replaced: the frames of the new windows
+        assert after[key]["run_id"] == again.run_id
+        assert json.loads(after[key]["frames"])["indices"] != json.loads(before[key]["frames"])["indices"]
+    for key in set(before) - set(stale):
+        if key in after:
+            assert after[key] == before[key]  # unchanged rows (window 0, noframe) kept as they were
+    shown = {r.key: r for r in FakeModel.calls}
+    for key in stale:  # what the model was shown is what the row says
+        req = shown["|".join(("toy", key[0], key[1]))]
+        assert list(req.timestamps) == json.loads(after[key]["frames"])["timestamps"]
+    # and an identical rerun reuses everything
+    third = _run(_config(tmp_path, conditions=_oracle(stride=2)))
+    assert third.models[0].done == 0 and third.models[0].replaced == 0

@@ -399,7 +399,8 @@ def _execute(
     baseline = [dataclasses.replace(p, encoder_fingerprint=None if enc_fp is None else str(enc_fp))
                 for pl in plans for p in pl.baseline]
     with store_type.open(store_path) as store:
-        replace = _check_identity(store, plans, items, specs, identities, recompute=recompute)
+        replace = _check_identity(store, plans, items, specs, identities, recompute=recompute,
+                                  templates=[cfg.prompt or spec.prompt_template for spec, _m in specs])
         baseline_todo, baseline_again = _baseline_todo(store, baseline, recompute=recompute)
         for spec, _method in specs:
             keys = [it.key(spec.display_name) for it in items]
@@ -664,44 +665,80 @@ def _check_identity(
     identities: list[tuple[Identity, dict[str, Any]]],
     *,
     recompute: bool,
+    templates: list[str] | None = None,
 ) -> dict[str, set[tuple[str, str, str, str]]]:
-    """The stored keys of this run whose fingerprints differ from the run's, per model.
+    """The stored keys of this run that were asked something else than this run would ask, per model.
+
+    A stored prediction matches its planned :class:`WorkItem` when (1) its fingerprints are the
+    run's (sample, model entry, encoder: :mod:`tempcore.identity`), (2) it was shown the frames the
+    item shows (the stored ``frames``: indices, timestamps, K requested, grey, against
+    ``WorkItem.frames``), which catches every change of a condition's ``params`` that moves its
+    frames under the same condition key (the oracle's ``stride`` / ``max_windows``, a strategy
+    plug-in's own), and (3) it was asked the prompt the item renders (the stored ``prompt_hash``
+    against :func:`tempcore.executor.request_prompt` with the model's template ``templates[i]``,
+    default ``spec.prompt_template``): the option order, the frame times and a grounding item's
+    shown spans and duration, which no fingerprint holds. A row that does not record its frames
+    or its prompt (imported without them) cannot be checked and does not match. Visual-option
+    items are checked by fingerprint only: their frames and prompt are built from the sample's
+    metadata, which its fingerprint holds (:func:`tempcore.visual.run.visual_identity`).
 
     Without ``recompute`` any such key stops the run (a :class:`RunError` that says what changed and
     for how many stored predictions) before any model is loaded; with it they are returned to be
     replaced."""
+    from tempcore.executor import request_prompt
     from tempcore.identity import changed_fields, describe_model_change, describe_sample_change
+    from tempcore.prompts import prompt_hash
+    from tempcore.store import frames_json
+    from tempcore.visual.run import VISUAL_STRATEGY
 
     new_samples = {(p.name, sid): data for p in plans for sid, (_d, data) in p.sample_identity.items()}
     replace: dict[str, set[tuple[str, str, str, str]]] = {}
     messages: list[str] = []
     sample_changes: dict[str, dict[str, list[str]]] = defaultdict(dict)
     sample_rows: Counter[str] = Counter()
-    for (spec, _method), (ident, data) in zip(specs, identities):
+    planned_frames: dict[int, str] = {}  # item index -> frames_json (the same for every model)
+    planned_prompts: dict[tuple[str, int], str] = {}  # (template, item index) -> prompt hash
+
+    def prompt_of(item: WorkItem, template: str) -> str:
+        return prompt_hash(request_prompt(item, template))
+
+    for m, ((spec, _method), (ident, data)) in enumerate(zip(specs, identities)):
         name = spec.display_name
+        template = templates[m] if templates is not None else spec.prompt_template
         expected = {
             (it.sample.benchmark, it.sample.sample_id, name, it.condition.key):
-                (it.sample_hash, ident.model_for(it), ident.encoder_for(it.condition))
-            for it in items
+                (i, (it.sample_hash, ident.model_for(it), ident.encoder_for(it.condition)))
+            for i, it in enumerate(items)
         }
         new_data = {ident.model_fingerprint: data, ident.grounding_fingerprint: grounding_identity(data)}
-        stored = store.stored_identity(list(expected))
+        stored = store.stored_requests(list(expected))
         changed: set[tuple[str, str, str, str]] = set()
         by_model: Counter[tuple[str, str]] = Counter()
         by_encoder = 0
         old_samples: dict[tuple[str, str], str] = {}
-        for key, (sh, mf, ef) in stored.items():
-            want_sh, want_mf, want_ef = expected[key]
-            if (sh, mf, ef) == (want_sh, want_mf, want_ef):
+        asked: dict[str, Counter[str]] = {"frames": Counter(), "prompt": Counter(), "unrecorded": Counter()}
+        for key, row in stored.items():
+            i, want = expected[key]
+            if row.fingerprints != want:
+                sh, mf, ef = row.fingerprints
+                want_sh, want_mf, want_ef = want
+                changed.add(key)
+                if mf != want_mf:
+                    by_model[(mf, want_mf)] += 1
+                if ef != want_ef and mf:
+                    by_encoder += 1
+                if sh != want_sh and sh:
+                    old_samples[(key[0], key[1])] = sh
+                    sample_rows[key[0]] += 1
                 continue
-            changed.add(key)
-            if mf != want_mf:
-                by_model[(mf, want_mf)] += 1
-            if ef != want_ef and mf:
-                by_encoder += 1
-            if sh != want_sh and sh:
-                old_samples[(key[0], key[1])] = sh
-                sample_rows[key[0]] += 1
+            it = items[i]
+            if it.condition.strategy == VISUAL_STRATEGY:
+                continue
+            what = _request_change(row, it, i, template, planned_frames, planned_prompts,
+                                   frames_json=frames_json, prompt_of=prompt_of)
+            if what is not None:
+                changed.add(key)
+                asked[what][_condition_label(it.condition)] += 1
         replace[name] = changed
         old_model = store.fingerprint_data([mf for mf, _want in by_model])
         for (mf, want_mf), n in sorted(by_model.items()):
@@ -713,6 +750,10 @@ def _check_identity(
         if by_encoder:
             messages.append(f"model {name}: the encoder changed (fingerprint) for {by_encoder} stored "
                             f"prediction{'s' if by_encoder != 1 else ''} of score-based conditions")
+        for what, reason in _REQUEST_CHANGES.items():
+            for label, n in sorted(asked[what].items()):
+                messages.append(f"model {name}: {n} stored prediction{'s' if n != 1 else ''} of condition {label} "
+                                f"{'were' if n != 1 else 'was'} {reason}")
         old_data = store.fingerprint_data(set(old_samples.values()))
         for (bench, sid), sh in old_samples.items():
             sample_changes[bench][sid] = changed_fields(old_data.get(sh), new_samples.get((bench, sid), {}))
@@ -726,6 +767,51 @@ def _check_identity(
             + f"\nrerun with --recompute to replace exactly these {total} stored predictions, or use another --out"
         )
     return replace
+
+
+#: what :func:`_request_change` found, as the identity check's message says it
+_REQUEST_CHANGES = {
+    "frames": "shown other frames (the condition's params changed?)",
+    "prompt": "asked another prompt (the option order, the frame times or the span shown changed?)",
+    "unrecorded": "stored without a record of the frames shown or the prompt asked (imported?): it cannot be "
+                  "checked",
+}
+
+
+def _request_change(
+    row: Any, item: WorkItem, index: int, template: str, planned_frames: dict[int, str],
+    planned_prompts: dict[tuple[str, int], str], *, frames_json: Callable[[Any], str],
+    prompt_of: Callable[[WorkItem, str], str],
+) -> str | None:
+    """``None`` when a stored row (:class:`tempcore.store.StoredRequest`) was asked what ``item``
+    asks, else which part differs: ``frames``, ``prompt`` or ``unrecorded`` (see :data:`_REQUEST_CHANGES`).
+
+    The frames compare as stored text first (what :func:`tempcore.store.frames_json` writes; one
+    string comparison per row), then, when the texts differ, as values (a store written by another
+    serialiser); the prompt hash is computed only for rows whose frames match."""
+    from tempcore.records import FrameSet
+
+    if row.frames is None or not row.prompt_hash:
+        return "unrecorded"
+    want = planned_frames.get(index)
+    if want is None:
+        want = planned_frames[index] = frames_json(item.frames)
+    if row.frames != want:
+        try:
+            same = FrameSet.from_dict(json.loads(row.frames)) == item.frames
+        except (ValueError, TypeError, KeyError):
+            same = False
+        if not same:
+            return "frames"
+    digest = planned_prompts.get((template, index))
+    if digest is None:
+        digest = planned_prompts[(template, index)] = prompt_of(item, template)
+    return None if row.prompt_hash == digest else "prompt"
+
+
+def _condition_label(c: Any) -> str:
+    """A condition as the messages name it: its strategy, its scoring mode when it has one, its variant."""
+    return c.strategy + ("" if c.mode == "none" else f"/{c.mode}") + ("" if c.variant is None else f" ({c.variant})")
 
 
 def _dry_run(
