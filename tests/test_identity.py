@@ -511,3 +511,56 @@ def test_changed_oracle_stride_is_not_served_from_the_store(tmp_path: Path) -> N
     # and an identical rerun reuses everything
     third = _run(_config(tmp_path, conditions=_oracle(stride=2)))
     assert third.models[0].done == 0 and third.models[0].replaced == 0
+
+
+def test_rows_asked_another_prompt_or_without_a_record_are_not_served(tmp_path: Path, monkeypatch) -> None:
+    """Same fingerprints, same frames, but the prompt rendered differently (as after an upgrade that
+    renders the frame times otherwise): the stored answers were given to another prompt. A row
+    that records neither its frames nor its prompt cannot be checked, and is not served either."""
+    import tempcore.executor as executor
+
+    _write_world(tmp_path)
+    cfg = _config(tmp_path)
+    assert _run(cfg).models[0].done == 9
+    assert _run(cfg).models[0].stored_before == 9  # identical rerun: every row reused
+    real = executor.request_prompt
+    monkeypatch.setattr(executor, "request_prompt", lambda item, template: real(item, template) + "\n")
+    with pytest.raises(RunError) as err:
+        _run(cfg)
+    msg = str(err.value)
+    for label in ("uniform", "random", "noframe"):
+        assert (f"model fake: 3 stored predictions of condition {label} were asked another prompt "
+                "(the option order, the frame times or the span shown changed?)") in msg
+    assert "shown other frames" not in msg and "9 stored predictions" in msg
+    again = _run(cfg, recompute=True)
+    assert again.models[0].replaced == 9
+    assert all(r.prompt.endswith("\n") for r in FakeModel.calls[-9:])
+    monkeypatch.setattr(executor, "request_prompt", real)
+    _run(cfg, recompute=True)
+    con = sqlite3.connect(tmp_path / "run" / "store.sqlite")
+    con.execute("UPDATE predictions SET frames = NULL WHERE condition LIKE 'uniform%' AND sample_id = 'q1'")
+    con.commit()
+    con.close()
+    with pytest.raises(RunError, match=r"model fake: 1 stored prediction of condition uniform was stored without "
+                                       r"a record of the frames shown or the prompt asked \(imported\?\)"):
+        _run(cfg)
+
+
+def test_a_lowered_max_windows_flags_only_the_windows_that_moved(tmp_path: Path) -> None:
+    """``max_windows`` lowered: the oracle takes evenly spaced windows of the stride's, so window i
+    of the new plan is another window than the stored window i, except the first. Rows of windows
+    no longer planned are not this run's: they are neither checked nor replaced."""
+    _write_world(tmp_path)
+    _run(_config(tmp_path, conditions=_oracle()))  # K = 4, stride K: 5, 8 and 10 windows
+    assert _run(_config(tmp_path, conditions=_oracle())).models[0].stored_before == 26  # 23 windows + 3 noframe
+    # max_windows 3: windows 0, 1, 2 of each sample start at (0, 8, 16), (0, 16, 26), (0, 20, 36): two moved each
+    with pytest.raises(RunError, match=r"model fake: 6 stored predictions of condition oracle were shown other "
+                                       r"frames \(the condition's params changed\?\)"):
+        _run(_config(tmp_path, conditions=_oracle(max_windows=3)))
+    again = _run(_config(tmp_path, conditions=_oracle(max_windows=3)), recompute=True)
+    assert again.models[0].replaced == 6 and again.models[0].stored_before == 6  # window 0 and noframe kept
+    starts = {k: json.loads(r["frames"])["indices"][0] for k, r in _rows(tmp_path).items() if k[1].startswith("oracle")}
+    assert {(sid, Condition.from_key(c).window): v for (sid, c), v in starts.items()
+            if (Condition.from_key(c).window or 0) < 3} == {
+        ("q0", 0): 0, ("q0", 1): 8, ("q0", 2): 16, ("q1", 0): 0, ("q1", 1): 16, ("q1", 2): 26,
+        ("q2", 0): 0, ("q2", 1): 20, ("q2", 2): 36}

@@ -105,7 +105,7 @@ from tempcore.planning import (
     plan_items,
 )
 from tempcore.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
-from tempcore.records import Prediction, Sample
+from tempcore.records import Condition, Prediction, Sample
 
 if TYPE_CHECKING:
     from tempcore.encoders.base import FrameTextEncoder
@@ -809,7 +809,7 @@ def _request_change(
     return None if row.prompt_hash == digest else "prompt"
 
 
-def _condition_label(c: Any) -> str:
+def _condition_label(c: Condition) -> str:
     """A condition as the messages name it: its strategy, its scoring mode when it has one, its variant."""
     return c.strategy + ("" if c.mode == "none" else f"/{c.mode}") + ("" if c.variant is None else f" ({c.variant})")
 
