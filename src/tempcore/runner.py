@@ -73,7 +73,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -399,9 +399,11 @@ def _execute(
     baseline = [dataclasses.replace(p, encoder_fingerprint=None if enc_fp is None else str(enc_fp))
                 for pl in plans for p in pl.baseline]
     with store_type.open(store_path) as store:
+        # the baseline's changed rows first, so that one message names them with the models' ones
+        baseline_todo, baseline_again = _baseline_todo(store, baseline, recompute=True)
         replace = _check_identity(store, plans, items, specs, identities, recompute=recompute,
-                                  templates=[cfg.prompt or spec.prompt_template for spec, _m in specs])
-        baseline_todo, baseline_again = _baseline_todo(store, baseline, recompute=recompute)
+                                  templates=[cfg.prompt or spec.prompt_template for spec, _m in specs],
+                                  also=[(_baseline_change(baseline_again), len(baseline_again))] if baseline_again else [])
         for spec, _method in specs:
             keys = [it.key(spec.display_name) for it in items]
             missing = set(store.missing(keys))
@@ -601,11 +603,14 @@ def _baseline_todo(
         elif have != (p.sample_hash, p.model_fingerprint, p.encoder_fingerprint):
             again.append(p)
     if again and not recompute:
-        raise RunError(
-            f"{len(again)} stored prediction(s) of the retrieval baseline ({again[0].model}) were made with "
-            "other window parameters, another encoder or other samples; rerun with --recompute to replace them"
-        )
+        raise RunError(_baseline_change(again) + "; rerun with --recompute to replace them")
     return todo, again
+
+
+def _baseline_change(again: list[Prediction]) -> str:
+    """What the identity check says of the retrieval baseline's changed rows."""
+    return (f"{len(again)} stored prediction(s) of the retrieval baseline ({again[0].model}) were made with "
+            "other window parameters, another encoder or other samples")
 
 
 def _store_baseline(
@@ -666,6 +671,7 @@ def _check_identity(
     *,
     recompute: bool,
     templates: list[str] | None = None,
+    also: Sequence[tuple[str, int]] = (),
 ) -> dict[str, set[tuple[str, str, str, str]]]:
     """The stored keys of this run that were asked something else than this run would ask, per model.
 
@@ -684,11 +690,12 @@ def _check_identity(
 
     Without ``recompute`` any such key stops the run (a :class:`RunError` that says what changed and
     for how many stored predictions) before any model is loaded; with it they are returned to be
-    replaced."""
+    replaced. ``also``: (message, rows) of other changed stored rows the run replaces (the retrieval
+    baseline's), named in the same message."""
     from tempcore.executor import request_prompt
     from tempcore.identity import changed_fields, describe_model_change, describe_sample_change
     from tempcore.prompts import prompt_hash
-    from tempcore.store import frames_json
+    from tempcore.store import FloatText, frames_json
     from tempcore.visual.run import VISUAL_STRATEGY
 
     new_samples = {(p.name, sid): data for p in plans for sid, (_d, data) in p.sample_identity.items()}
@@ -697,10 +704,14 @@ def _check_identity(
     sample_changes: dict[str, dict[str, list[str]]] = defaultdict(dict)
     sample_rows: Counter[str] = Counter()
     planned_frames: dict[int, str] = {}  # item index -> frames_json (the same for every model)
+    floats = FloatText()  # the timestamps' JSON text, each formatted once
     planned_prompts: dict[tuple[str, int], str] = {}  # (template, item index) -> prompt hash
 
     def prompt_of(item: WorkItem, template: str) -> str:
         return prompt_hash(request_prompt(item, template))
+
+    def planned_json(frames: Any) -> str:
+        return frames_json(frames, floats)
 
     for m, ((spec, _method), (ident, data)) in enumerate(zip(specs, identities)):
         name = spec.display_name
@@ -719,8 +730,8 @@ def _check_identity(
         asked: dict[str, Counter[str]] = {"frames": Counter(), "prompt": Counter(), "unrecorded": Counter()}
         for key, row in stored.items():
             i, want = expected[key]
-            if row.fingerprints != want:
-                sh, mf, ef = row.fingerprints
+            sh, mf, ef = row[:3]
+            if (sh, mf, ef) != want:
                 want_sh, want_mf, want_ef = want
                 changed.add(key)
                 if mf != want_mf:
@@ -735,7 +746,7 @@ def _check_identity(
             if it.condition.strategy == VISUAL_STRATEGY:
                 continue
             what = _request_change(row, it, i, template, planned_frames, planned_prompts,
-                                   frames_json=frames_json, prompt_of=prompt_of)
+                                   frames_json=planned_json, prompt_of=prompt_of)
             if what is not None:
                 changed.add(key)
                 asked[what][_condition_label(it.condition)] += 1
@@ -759,7 +770,8 @@ def _check_identity(
             sample_changes[bench][sid] = changed_fields(old_data.get(sh), new_samples.get((bench, sid), {}))
     for bench, changes in sorted(sample_changes.items()):
         messages.insert(0, describe_sample_change(bench, changes, sample_rows[bench]))
-    total = sum(len(v) for v in replace.values())
+    messages.extend(message for message, _n in also)
+    total = sum(len(v) for v in replace.values()) + sum(n for _m, n in also)
     if total and not recompute:
         raise RunError(
             "stored predictions do not match this run (nothing was answered):\n  "
@@ -803,10 +815,24 @@ def _request_change(
             same = False
         if not same:
             return "frames"
+    if not _prompt_has_more(item):
+        return None
     digest = planned_prompts.get((template, index))
     if digest is None:
         digest = planned_prompts[(template, index)] = prompt_of(item, template)
     return None if row.prompt_hash == digest else "prompt"
+
+
+def _prompt_has_more(item: WorkItem) -> bool:
+    """Whether an item's prompt holds inputs that neither a fingerprint nor its frames hold, so that
+    the identity check compares its stored ``prompt_hash``: a grounding item's (its duration, L
+    frames at the fps, and the spans shown, on which its frame times are given). A multiple-choice
+    prompt is the question and the options (the sample's fingerprint) in the order of the key's
+    rotation, the template (the model's fingerprint) and the frames' timestamps (compared as frames):
+    rendering it again for every stored row would cost ~25 us a row (2.5 s per 100k) and find nothing."""
+    from tempcore.grounding.baseline import is_grounding
+
+    return is_grounding(item.sample)
 
 
 def _condition_label(c: Condition) -> str:

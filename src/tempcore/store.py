@@ -58,7 +58,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
 import os
 import sqlite3
 import threading
@@ -233,11 +232,17 @@ class StoredFailure:
 class StoredRequest(NamedTuple):
     """What a stored prediction was asked (:meth:`RunStore.stored_requests`)."""
 
-    #: ``(sample_hash, model_fingerprint, encoder_fingerprint)``
-    fingerprints: tuple[str, str, str | None]
+    sample_hash: str
+    model_fingerprint: str
+    encoder_fingerprint: str | None
     #: the ``frames`` JSON text as stored (:func:`frames_json`), ``None`` when not recorded
     frames: str | None
     prompt_hash: str
+
+    @property
+    def fingerprints(self) -> tuple[str, str, str | None]:
+        """``(sample_hash, model_fingerprint, encoder_fingerprint)``."""
+        return (self.sample_hash, self.model_fingerprint, self.encoder_fingerprint)
 
 
 # --- the store -----------------------------------------------------------------------------
@@ -567,7 +572,8 @@ class RunStore:
                 """,
                 (payload,),
             ).fetchall()
-        return {wanted[i]: StoredRequest((sh, mf, ef), frames, ph) for i, sh, mf, ef, frames, ph in rows}
+        make = StoredRequest._make
+        return {wanted[r[0]]: make(r[1:]) for r in rows}
 
     def put_fingerprints(self, entries: Mapping[str, tuple[str, Mapping[str, Any]]]) -> int:
         """Record what fingerprints stand for: ``hash -> (kind, data)``; kinds are ``sample``,
@@ -778,16 +784,26 @@ def _where(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-def frames_json(f: FrameSet) -> str:
+class FloatText(dict[float, str]):
+    """``float -> repr(float)``, filled on first use: :func:`frames_json` of many FrameSets of the
+    same videos (the identity check's) formats each timestamp once."""
+
+    def __missing__(self, value: float) -> str:
+        text = self[value] = repr(value)
+        return text
+
+
+def frames_json(f: FrameSet, floats: FloatText | None = None) -> str:
     """The stored ``frames`` JSON of a FrameSet (compact, keys in this order). Built by hand, byte
     for byte what ``json.dumps({"indices": .., "timestamps": .., "requested": .., "grey": ..},
     separators=(",", ":"))`` gives, about 4x faster (the run's identity check builds one per stored
-    key); a timestamp that JSON cannot hold (NaN, inf) goes through :func:`json.dumps` as before."""
-    stamps = f.timestamps
-    if all(math.isfinite(t) for t in stamps):
-        return (f'{{"indices":[{",".join(map(str, f.indices))}],"timestamps":[{",".join(map(repr, stamps))}],'
+    key; ``floats`` memoises the timestamps' text across calls); a timestamp that JSON cannot hold
+    (NaN, inf) goes through :func:`json.dumps` as before."""
+    stamps = ",".join(map(repr if floats is None else floats.__getitem__, f.timestamps))
+    if "n" not in stamps:  # finite floats repr as JSON does (digits, '.', 'e', '-'); nan / inf have an 'n'
+        return (f'{{"indices":[{",".join(map(str, f.indices))}],"timestamps":[{stamps}],'
                 f'"requested":{int(f.requested)},"grey":{"true" if f.grey else "false"}}}')
-    data = {"indices": list(f.indices), "timestamps": list(stamps), "requested": f.requested, "grey": f.grey}
+    data = {"indices": list(f.indices), "timestamps": list(f.timestamps), "requested": f.requested, "grey": f.grey}
     return json.dumps(data, separators=(",", ":"))
 
 
