@@ -48,9 +48,12 @@ that and prints the plan from the annotations alone (no encoder, no decoding, no
 
 Identity (:mod:`tempcore.identity`): every prediction carries ``sample_hash``,
 ``model_fingerprint`` and (score-based conditions) ``encoder_fingerprint``. Before any model is
-loaded, the run compares them with the stored rows of its keys; keys whose fingerprints differ are
-never "already stored": the run stops with a message that says what changed and for how many rows,
-unless ``recompute`` is set, which replaces exactly those rows.
+loaded, the run compares them with the stored rows of its keys, and also what each stored row was
+shown with what its planned work item shows (the frames; a grounding row's prompt hash), since a
+condition's ``params`` (the oracle's ``stride``, a plug-in's own) move its frames under the same key
+(:func:`_check_identity`); keys that differ are never "already stored": the run stops with a message
+that says what changed and for how many rows, unless ``recompute`` is set, which replaces exactly
+those rows. A dry run makes no such check (it selects no frames): it counts the stored rows.
 
 Choices: no-frame requests show ``k`` uniform grey (128) images of ``noframe_size`` pixels square;
 frames are shown at their decoded resolution (adapters resize: see ``max_image_side``); the prompt
@@ -850,8 +853,9 @@ def _dry_run(
     are counted as "up to ``max_windows``" per sample. An early-stopped oracle asks at least one
     window per (sample, rotation) and at most as many; both bounds are printed, and for each oracle
     condition the calls of the other setting of ``early_stop`` too. Stored predictions are counted
-    per model from an existing store (opened read-only); whether their fingerprints still match is
-    checked by the real run before any model call."""
+    per model from an existing store (opened read-only); whether they still match (fingerprints, the
+    frames shown, which need the frame selection a dry run does not make) is checked by the real run
+    before any model call."""
     plans = []
     upper = 0
     lower = 0
