@@ -552,3 +552,22 @@ def test_a_lowered_max_windows_flags_only_the_windows_that_moved(tmp_path: Path)
             if (Condition.from_key(c).window or 0) < 3} == {
         ("q0", 0): 0, ("q0", 1): 8, ("q0", 2): 16, ("q1", 0): 0, ("q1", 1): 16, ("q1", 2): 26,
         ("q2", 0): 0, ("q2", 1): 20, ("q2", 2): 36}
+
+
+def test_a_store_rebuilt_from_its_exported_table_is_reused_whole(tmp_path: Path) -> None:
+    """Export the tidy table, import it into an empty store (what merging shards does): the rows
+    keep the frames they were shown, so a rerun on the new store checks and reuses every one."""
+    from tempcore.tidy import import_table, read_predictions, table_to_predictions
+
+    _write_world(tmp_path)
+    cfg = _config(tmp_path, conditions=_oracle(stride=2))
+    first = _run(cfg)
+    assert first.predictions_file is not None
+    preds = table_to_predictions(read_predictions(first.predictions_file))
+    assert len(preds) == first.models[0].done and all(p.frames is not None for p in preds)
+    other = dataclasses.replace(cfg, out=str(tmp_path / "merged"))
+    with RunStore.open(tmp_path / "merged") as store:
+        assert import_table(first.predictions_file, store)[1:] == (len(preds), len(preds))  # `tempcore import table`
+    FakeModel.calls.clear()
+    again = _run(other)
+    assert again.models[0].stored_before == len(preds) and again.models[0].done == 0 and not FakeModel.calls
