@@ -405,8 +405,11 @@ def test_changed_candidate_parameters_stop_a_rerun(world, answered):
     again = run(_cfg(w, root, CONDITIONS), model_factory=factory, **QUIET)  # the same: all reused
     assert all(m.done == 0 for m in again.models)
     changed = [{**CONDITIONS[0], "params": {**CONDITIONS[0]["params"], "pad_s": 2.5}}, *CONDITIONS[1:]]
-    with pytest.raises(RunError, match="retrieval baseline"):
+    with pytest.raises(RunError, match="retrieval baseline") as err:
         run(_cfg(w, root, changed), model_factory=factory, **QUIET)
+    # the model's answers under retrieve_ground were shown the old candidates' frames: named too
+    assert re.search(r"model reader: \d+ stored predictions? of condition retrieve_ground/q \(top2\) "
+                     r"w(ere|as) shown other frames", str(err.value))
     assert not calls
 
 
@@ -437,3 +440,45 @@ def test_crop_strategies_take_distinct_chronological_frames_inside_their_spans()
         shown = [int(perm[i]) for i in fs.indices]
         assert len(set(shown)) == len(shown) == min(k, len(inside)) and set(shown) <= set(inside)
         assert list(fs.timestamps) == sorted(fs.timestamps)
+
+
+def test_a_grounding_prompt_that_changed_is_not_served(world, answered, tmp_path, monkeypatch):
+    """A grounding prompt holds what neither a fingerprint nor the frames hold (the duration and the
+    frame times on the shown spans), so the identity check compares each stored row's prompt hash
+    with the prompt the plan renders: here every prompt renders otherwise (as after a change of the
+    shown timeline), and no stored answer of the model is served; the retrieval baseline's rows
+    (no prompt asked of a model) are not affected."""
+    import dataclasses
+    import shutil
+
+    import tempcore.executor as executor
+    from tempcore.runner import RunError
+
+    w, root = world
+    summary, preds, _prompts = answered
+    shutil.copytree(Path(summary.out), tmp_path / "run")
+    cfg = dataclasses.replace(_cfg(w, root, CONDITIONS), out=str(tmp_path / "run"))
+    calls: list[FirstToLastFrame] = []
+
+    def factory(spec):  # noqa: ANN001, ANN202
+        calls.append(FirstToLastFrame(spec))
+        return calls[-1]
+
+    assert all(m.done == 0 and m.replaced == 0 for m in run(cfg, model_factory=factory, **QUIET).models)
+    real = executor.request_prompt
+    monkeypatch.setattr(executor, "request_prompt", lambda item, template: real(item, template) + " ")
+    with pytest.raises(RunError) as err:
+        run(cfg, model_factory=factory, **QUIET)
+    msg = str(err.value)
+    reader = [k for k in preds if k[0] == "reader"]
+    by_strategy: dict[str, int] = {}
+    for _m, cond, _s in reader:
+        strategy = cond.split("|")[0]
+        by_strategy[strategy] = by_strategy.get(strategy, 0) + 1
+    assert len(by_strategy) == 3  # retrieve_ground, gtcrop, uniform
+    assert f"exactly these {len(reader)} stored predictions" in msg and "shown other frames" not in msg
+    assert "asked another prompt (the option order, the frame times or the span shown changed?)" in msg
+    assert "retrieval baseline" not in msg
+    assert not any(c.prompts for c in calls)
+    again = run(cfg, model_factory=factory, recompute=True, **QUIET)
+    assert {m.model: m.replaced for m in again.models}["reader"] == len(reader)

@@ -465,3 +465,109 @@ def test_a_changed_chat_template_of_a_local_checkpoint_is_not_reused(tmp_path: P
     (ckpt / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}))
     with pytest.raises(RunError, match=r"model fake: chat template changed"):
         _run(_config(tmp_path, model=model))
+
+
+# --- a condition's strategy params change (the frames shown change under the same key) -------------
+
+
+def _oracle(**params: Any) -> list[dict[str, Any]]:
+    return [{"strategy": "oracle", "params": params}, {"strategy": "noframe"}]
+
+
+def test_changed_oracle_stride_is_not_served_from_the_store(tmp_path: Path) -> None:
+    """The oracle's ``stride`` is not part of the condition key: the same keys, other frames. A
+    rerun must not hand back answers given for the old windows' frames."""
+    _write_world(tmp_path)
+    first = _run(_config(tmp_path, conditions=_oracle(stride=4)))
+    before = _rows(tmp_path)
+    oracle_rows = {k: r for k, r in before.items() if k[1].startswith("oracle")}
+    assert first.models[0].done == len(before) and oracle_rows
+    # the same store, another stride: windows 1.. start elsewhere (window 0 starts at 0 either way)
+    FakeModel.calls.clear()
+    with pytest.raises(RunError) as err:
+        _run(_config(tmp_path, conditions=_oracle(stride=2)))
+    msg = str(err.value)
+    stale = [k for k, r in oracle_rows.items() if json.loads(r["frames"])["indices"][0] != 0]
+    assert stale
+    assert (f"model fake: {len(stale)} stored predictions of condition oracle were shown other frames "
+            "(the condition's params changed?)") in msg
+    assert "--recompute" in msg
+    assert FakeModel.loads == 1 and not FakeModel.calls  # stopped before any call
+    assert _rows(tmp_path) == before
+
+    again = _run(_config(tmp_path, conditions=_oracle(stride=2)), recompute=True)
+    assert again.models[0].replaced == len(stale)
+    after = _rows(tmp_path)
+    for key in stale:  # replaced: the frames of the new windows
+        assert after[key]["run_id"] == again.run_id
+        assert json.loads(after[key]["frames"])["indices"] != json.loads(before[key]["frames"])["indices"]
+    for key in set(before) - set(stale):
+        if key in after:
+            assert after[key] == before[key]  # unchanged rows (window 0, noframe) kept as they were
+    shown = {r.key: r for r in FakeModel.calls}
+    for key in stale:  # what the model was shown is what the row says
+        req = shown["|".join(("toy", key[0], key[1]))]
+        assert list(req.timestamps) == json.loads(after[key]["frames"])["timestamps"]
+    # and an identical rerun reuses everything
+    third = _run(_config(tmp_path, conditions=_oracle(stride=2)))
+    assert third.models[0].done == 0 and third.models[0].replaced == 0
+
+
+def test_rows_without_a_record_of_what_they_were_shown_are_not_served(tmp_path: Path) -> None:
+    """A row that records neither the frames it was shown nor its prompt (imported without them)
+    cannot be checked against the plan, so it is not served (as a row without fingerprints)."""
+    _write_world(tmp_path)
+    cfg = _config(tmp_path)
+    assert _run(cfg).models[0].done == 9
+    assert _run(cfg).models[0].stored_before == 9  # identical rerun: every row reused
+    con = sqlite3.connect(tmp_path / "run" / "store.sqlite")
+    con.execute("UPDATE predictions SET frames = NULL WHERE condition LIKE 'uniform%' AND sample_id = 'q1'")
+    con.execute("UPDATE predictions SET prompt_hash = '' WHERE condition LIKE 'noframe%' AND sample_id = 'q2'")
+    con.commit()
+    con.close()
+    with pytest.raises(RunError) as err:
+        _run(cfg)
+    for label in ("uniform", "noframe"):
+        assert (f"model fake: 1 stored prediction of condition {label} was stored without a record of the frames "
+                "shown or the prompt asked (imported?): it cannot be checked") in str(err.value)
+    assert "2 stored predictions" in str(err.value)
+    assert _run(cfg, recompute=True).models[0].replaced == 2
+
+
+def test_a_lowered_max_windows_flags_only_the_windows_that_moved(tmp_path: Path) -> None:
+    """``max_windows`` lowered: the oracle takes evenly spaced windows of the stride's, so window i
+    of the new plan is another window than the stored window i, except the first. Rows of windows
+    no longer planned are not this run's: they are neither checked nor replaced."""
+    _write_world(tmp_path)
+    _run(_config(tmp_path, conditions=_oracle()))  # K = 4, stride K: 5, 8 and 10 windows
+    assert _run(_config(tmp_path, conditions=_oracle())).models[0].stored_before == 26  # 23 windows + 3 noframe
+    # max_windows 3: windows 0, 1, 2 of each sample start at (0, 8, 16), (0, 16, 26), (0, 20, 36): two moved each
+    with pytest.raises(RunError, match=r"model fake: 6 stored predictions of condition oracle were shown other "
+                                       r"frames \(the condition's params changed\?\)"):
+        _run(_config(tmp_path, conditions=_oracle(max_windows=3)))
+    again = _run(_config(tmp_path, conditions=_oracle(max_windows=3)), recompute=True)
+    assert again.models[0].replaced == 6 and again.models[0].stored_before == 6  # window 0 and noframe kept
+    starts = {k: json.loads(r["frames"])["indices"][0] for k, r in _rows(tmp_path).items() if k[1].startswith("oracle")}
+    assert {(sid, Condition.from_key(c).window): v for (sid, c), v in starts.items()
+            if (Condition.from_key(c).window or 0) < 3} == {
+        ("q0", 0): 0, ("q0", 1): 8, ("q0", 2): 16, ("q1", 0): 0, ("q1", 1): 16, ("q1", 2): 26,
+        ("q2", 0): 0, ("q2", 1): 20, ("q2", 2): 36}
+
+
+def test_a_store_rebuilt_from_its_exported_table_is_reused_whole(tmp_path: Path) -> None:
+    """Export the tidy table, import it into an empty store (what merging shards does): the rows
+    keep the frames they were shown, so a rerun on the new store checks and reuses every one."""
+    from tempcore.tidy import import_table, read_predictions, table_to_predictions
+
+    _write_world(tmp_path)
+    cfg = _config(tmp_path, conditions=_oracle(stride=2))
+    first = _run(cfg)
+    assert first.predictions_file is not None
+    preds = table_to_predictions(read_predictions(first.predictions_file))
+    assert len(preds) == first.models[0].done and all(p.frames is not None for p in preds)
+    other = dataclasses.replace(cfg, out=str(tmp_path / "merged"))
+    with RunStore.open(tmp_path / "merged") as store:
+        assert import_table(first.predictions_file, store)[1:] == (len(preds), len(preds))  # `tempcore import table`
+    FakeModel.calls.clear()
+    again = _run(other)
+    assert again.models[0].stored_before == len(preds) and again.models[0].done == 0 and not FakeModel.calls

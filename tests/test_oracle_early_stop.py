@@ -286,6 +286,20 @@ def test_a_run_stopped_mid_wave_resumes_to_the_same_rows(world: Any, runs: dict[
     assert again.calls["oracle"] + again.calls["uniform"] == len(final) - len(partial)
 
 
+def test_a_complete_early_stopped_store_is_reused_whole(world: Any, runs: dict[str, Any], tmp_path: Path) -> None:
+    """The early-stopped chains answered only some windows: the identity check compares the stored
+    ones (their frames and prompts) with the plan and flags none; the windows never asked are not
+    stored rows, and a rerun asks nothing."""
+    import shutil
+
+    shutil.copytree(runs["early"]["dir"], tmp_path / "again")
+    before = _rows(tmp_path / "again")
+    again = Counting()
+    summary = _run(world, tmp_path / "again", True, runs["root"] / "cache", again)
+    assert sum(again.calls.values()) == 0 and _rows(tmp_path / "again") == before
+    assert all(m.replaced == 0 and m.done == 0 for m in summary.models)
+
+
 def test_table7_needs_every_window(runs: dict[str, Any]) -> None:
     from tempcore.diagnostics.compare import AnalysisError
     from tempcore.diagnostics.oracle_gaps import correct_window_centroids, early_stopped_oracle_rows

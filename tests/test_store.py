@@ -27,6 +27,7 @@ from tempcore.store import (
     SCHEMA_VERSION,
     RunStore,
     StoreError,
+    frames_json,
     is_secret_key,
     redact_secrets,
     resolve_store_path,
@@ -456,6 +457,10 @@ def test_identity_columns_round_trip_and_fingerprint_data(store: RunStore) -> No
     store.put([p], run)
     assert list(store.predictions()) == [p]
     assert store.stored_identity([p.key, ("x", "y", "z", COND)]) == {p.key: ("sh", "mf", "ef")}
+    got = store.stored_requests([p.key, ("x", "y", "z", COND)])
+    assert list(got) == [p.key] and got[p.key].fingerprints == ("sh", "mf", "ef")
+    assert got[p.key].prompt_hash == p.prompt_hash and p.frames is not None
+    assert got[p.key].frames == frames_json(p.frames) and FrameSet.from_dict(json.loads(got[p.key].frames)) == p.frames
     assert store.put_fingerprints({"mf": ("model", {"model": "m", "api_key": "sk-secretsecretsecret00"})}) == 1
     assert store.put_fingerprints({"mf": ("model", {"model": "other"})}) == 0  # first write wins
     assert store.fingerprint_data(["mf", "nope"]) == {"mf": {"model": "m", "api_key": REDACTED}}
@@ -629,3 +634,18 @@ def test_many_processes_create_one_new_store_at_the_same_moment(tmp_path: Path) 
         assert errors == [None] * 6
         with RunStore(path) as s:
             assert len(s.runs()) == 6 and s.integrity_check() == "ok"
+
+
+def test_frames_json_is_what_json_dumps_writes() -> None:
+    """The hand-built ``frames`` text (the identity check builds one per stored key) is byte for
+    byte the ``json.dumps`` of the FrameSet's fields, so stored rows and plans compare as text."""
+    rng = random.Random(0)
+    for _ in range(500):
+        n = rng.randint(0, 40)
+        f = FrameSet(tuple(rng.randint(0, 10**6) for _ in range(n)),
+                     tuple(rng.random() * rng.choice([1.0, 100.0, 1e6, 1e-7]) for _ in range(n)),
+                     requested=rng.randint(0, 64), grey=rng.random() < 0.5)
+        want = json.dumps({"indices": list(f.indices), "timestamps": list(f.timestamps), "requested": f.requested,
+                           "grey": f.grey}, separators=(",", ":"))
+        assert frames_json(f) == want
+    assert frames_json(FrameSet((1,), (float("nan"),), 1)) == '{"indices":[1],"timestamps":[NaN],"requested":1,"grey":false}'

@@ -358,7 +358,6 @@ def _load_frames(items: list[WorkItem], video_root: str | None) -> dict[int, np.
 
 def _request(item: WorkItem, frames: Mapping[int, np.ndarray], template: str, noframe_size: int) -> ModelRequest:
     from tempcore.models import ModelRequest
-    from tempcore.prompts import render_prompt
 
     if item.frames.grey:
         grey = np.full((noframe_size, noframe_size, 3), GREY, dtype=np.uint8)
@@ -367,15 +366,24 @@ def _request(item: WorkItem, frames: Mapping[int, np.ndarray], template: str, no
     else:
         images = tuple(frames[i] for i in item.frames.indices)
         timestamps = item.frames.timestamps
+    return ModelRequest(images=images, prompt=request_prompt(item, template), options=item.options,
+                        timestamps=timestamps, key="|".join(item.key_suffix))
+
+
+def request_prompt(item: WorkItem, template: str) -> str:
+    """The prompt text of a planned item's request (no frame is decoded): the question and the
+    options in the order shown, the frames' timestamps (none for no-frame requests); a grounding
+    item's duration and frame times on its shown timeline (its spans). Its hash is the stored
+    ``prompt_hash``, which the run's identity check compares with the plan."""
+    from tempcore.prompts import render_prompt
+
+    timestamps = None if item.frames.grey else item.frames.timestamps
     if _grounding(item):  # "when does it happen?": duration and frame times relative to the shown span
         from tempcore.grounding.answer import grounding_prompt
 
-        prompt = grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps,
-                                  spans=item.spans)
-    else:
-        prompt = render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
-    return ModelRequest(images=images, prompt=prompt, options=item.options, timestamps=timestamps,
-                        key="|".join(item.key_suffix))
+        return grounding_prompt(item.sample, template, timestamps, n_frames=item.n_frames, fps=item.condition.fps,
+                                spans=item.spans)
+    return render_prompt(item.sample.question, item.options, template, timestamps=timestamps)
 
 
 def to_prediction(

@@ -48,9 +48,12 @@ that and prints the plan from the annotations alone (no encoder, no decoding, no
 
 Identity (:mod:`tempcore.identity`): every prediction carries ``sample_hash``,
 ``model_fingerprint`` and (score-based conditions) ``encoder_fingerprint``. Before any model is
-loaded, the run compares them with the stored rows of its keys; keys whose fingerprints differ are
-never "already stored": the run stops with a message that says what changed and for how many rows,
-unless ``recompute`` is set, which replaces exactly those rows.
+loaded, the run compares them with the stored rows of its keys, and also what each stored row was
+shown with what its planned work item shows (the frames; a grounding row's prompt hash), since a
+condition's ``params`` (the oracle's ``stride``, a plug-in's own) move its frames under the same key
+(:func:`_check_identity`); keys that differ are never "already stored": the run stops with a message
+that says what changed and for how many rows, unless ``recompute`` is set, which replaces exactly
+those rows. A dry run makes no such check (it selects no frames): it counts the stored rows.
 
 Choices: no-frame requests show ``k`` uniform grey (128) images of ``noframe_size`` pixels square;
 frames are shown at their decoded resolution (adapters resize: see ``max_image_side``); the prompt
@@ -73,7 +76,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,7 +108,7 @@ from tempcore.planning import (
     plan_items,
 )
 from tempcore.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
-from tempcore.records import Prediction, Sample
+from tempcore.records import Condition, Prediction, Sample
 
 if TYPE_CHECKING:
     from tempcore.encoders.base import FrameTextEncoder
@@ -399,8 +402,11 @@ def _execute(
     baseline = [dataclasses.replace(p, encoder_fingerprint=None if enc_fp is None else str(enc_fp))
                 for pl in plans for p in pl.baseline]
     with store_type.open(store_path) as store:
-        replace = _check_identity(store, plans, items, specs, identities, recompute=recompute)
-        baseline_todo, baseline_again = _baseline_todo(store, baseline, recompute=recompute)
+        # the baseline's changed rows first, so that one message names them with the models' ones
+        baseline_todo, baseline_again = _baseline_todo(store, baseline, recompute=True)
+        replace = _check_identity(store, plans, items, specs, identities, recompute=recompute,
+                                  templates=[cfg.prompt or spec.prompt_template for spec, _m in specs],
+                                  also=[(_baseline_change(baseline_again), len(baseline_again))] if baseline_again else [])
         for spec, _method in specs:
             keys = [it.key(spec.display_name) for it in items]
             missing = set(store.missing(keys))
@@ -600,11 +606,14 @@ def _baseline_todo(
         elif have != (p.sample_hash, p.model_fingerprint, p.encoder_fingerprint):
             again.append(p)
     if again and not recompute:
-        raise RunError(
-            f"{len(again)} stored prediction(s) of the retrieval baseline ({again[0].model}) were made with "
-            "other window parameters, another encoder or other samples; rerun with --recompute to replace them"
-        )
+        raise RunError(_baseline_change(again) + "; rerun with --recompute to replace them")
     return todo, again
+
+
+def _baseline_change(again: list[Prediction]) -> str:
+    """What the identity check says of the retrieval baseline's changed rows."""
+    return (f"{len(again)} stored prediction(s) of the retrieval baseline ({again[0].model}) were made with "
+            "other window parameters, another encoder or other samples")
 
 
 def _store_baseline(
@@ -664,44 +673,86 @@ def _check_identity(
     identities: list[tuple[Identity, dict[str, Any]]],
     *,
     recompute: bool,
+    templates: list[str] | None = None,
+    also: Sequence[tuple[str, int]] = (),
 ) -> dict[str, set[tuple[str, str, str, str]]]:
-    """The stored keys of this run whose fingerprints differ from the run's, per model.
+    """The stored keys of this run that were asked something else than this run would ask, per model.
+
+    A stored prediction matches its planned :class:`WorkItem` when (1) its fingerprints are the
+    run's (sample, model entry, encoder: :mod:`tempcore.identity`), (2) it was shown the frames the
+    item shows (the stored ``frames``: indices, timestamps, K requested, grey, against
+    ``WorkItem.frames``), which catches every change of a condition's ``params`` that moves its
+    frames under the same condition key (the oracle's ``stride`` / ``max_windows``, a strategy
+    plug-in's own), and (3) it was asked the prompt the item renders (the stored ``prompt_hash``
+    against :func:`tempcore.executor.request_prompt` with the model's template ``templates[i]``,
+    default ``spec.prompt_template``): the option order, the frame times and a grounding item's
+    shown spans and duration, which no fingerprint holds. A row that does not record its frames
+    or its prompt (imported without them) cannot be checked and does not match. Visual-option
+    items are checked by fingerprint only: their frames and prompt are built from the sample's
+    metadata, which its fingerprint holds (:func:`tempcore.visual.run.visual_identity`).
 
     Without ``recompute`` any such key stops the run (a :class:`RunError` that says what changed and
     for how many stored predictions) before any model is loaded; with it they are returned to be
-    replaced."""
+    replaced. ``also``: (message, rows) of other changed stored rows the run replaces (the retrieval
+    baseline's), named in the same message."""
+    from tempcore.executor import request_prompt
     from tempcore.identity import changed_fields, describe_model_change, describe_sample_change
+    from tempcore.prompts import prompt_hash
+    from tempcore.store import FloatText, frames_json
+    from tempcore.visual.run import VISUAL_STRATEGY
 
     new_samples = {(p.name, sid): data for p in plans for sid, (_d, data) in p.sample_identity.items()}
     replace: dict[str, set[tuple[str, str, str, str]]] = {}
     messages: list[str] = []
     sample_changes: dict[str, dict[str, list[str]]] = defaultdict(dict)
     sample_rows: Counter[str] = Counter()
-    for (spec, _method), (ident, data) in zip(specs, identities):
+    planned_frames: dict[int, str] = {}  # item index -> frames_json (the same for every model)
+    floats = FloatText()  # the timestamps' JSON text, each formatted once
+    planned_prompts: dict[tuple[str, int], str] = {}  # (template, item index) -> prompt hash
+
+    def prompt_of(item: WorkItem, template: str) -> str:
+        return prompt_hash(request_prompt(item, template))
+
+    def planned_json(frames: Any) -> str:
+        return frames_json(frames, floats)
+
+    for m, ((spec, _method), (ident, data)) in enumerate(zip(specs, identities)):
         name = spec.display_name
+        template = templates[m] if templates is not None else spec.prompt_template
         expected = {
             (it.sample.benchmark, it.sample.sample_id, name, it.condition.key):
-                (it.sample_hash, ident.model_for(it), ident.encoder_for(it.condition))
-            for it in items
+                (i, (it.sample_hash, ident.model_for(it), ident.encoder_for(it.condition)))
+            for i, it in enumerate(items)
         }
         new_data = {ident.model_fingerprint: data, ident.grounding_fingerprint: grounding_identity(data)}
-        stored = store.stored_identity(list(expected))
+        stored = store.stored_requests(list(expected))
         changed: set[tuple[str, str, str, str]] = set()
         by_model: Counter[tuple[str, str]] = Counter()
         by_encoder = 0
         old_samples: dict[tuple[str, str], str] = {}
-        for key, (sh, mf, ef) in stored.items():
-            want_sh, want_mf, want_ef = expected[key]
-            if (sh, mf, ef) == (want_sh, want_mf, want_ef):
+        asked: dict[str, Counter[str]] = {"frames": Counter(), "prompt": Counter(), "unrecorded": Counter()}
+        for key, row in stored.items():
+            i, want = expected[key]
+            sh, mf, ef = row[:3]
+            if (sh, mf, ef) != want:
+                want_sh, want_mf, want_ef = want
+                changed.add(key)
+                if mf != want_mf:
+                    by_model[(mf, want_mf)] += 1
+                if ef != want_ef and mf:
+                    by_encoder += 1
+                if sh != want_sh and sh:
+                    old_samples[(key[0], key[1])] = sh
+                    sample_rows[key[0]] += 1
                 continue
-            changed.add(key)
-            if mf != want_mf:
-                by_model[(mf, want_mf)] += 1
-            if ef != want_ef and mf:
-                by_encoder += 1
-            if sh != want_sh and sh:
-                old_samples[(key[0], key[1])] = sh
-                sample_rows[key[0]] += 1
+            it = items[i]
+            if it.condition.strategy == VISUAL_STRATEGY:
+                continue
+            what = _request_change(row, it, i, template, planned_frames, planned_prompts,
+                                   frames_json=planned_json, prompt_of=prompt_of)
+            if what is not None:
+                changed.add(key)
+                asked[what][_condition_label(it.condition)] += 1
         replace[name] = changed
         old_model = store.fingerprint_data([mf for mf, _want in by_model])
         for (mf, want_mf), n in sorted(by_model.items()):
@@ -713,12 +764,17 @@ def _check_identity(
         if by_encoder:
             messages.append(f"model {name}: the encoder changed (fingerprint) for {by_encoder} stored "
                             f"prediction{'s' if by_encoder != 1 else ''} of score-based conditions")
+        for what, reason in _REQUEST_CHANGES.items():
+            for label, n in sorted(asked[what].items()):
+                messages.append(f"model {name}: {n} stored prediction{'s' if n != 1 else ''} of condition {label} "
+                                f"{'were' if n != 1 else 'was'} {reason}")
         old_data = store.fingerprint_data(set(old_samples.values()))
         for (bench, sid), sh in old_samples.items():
             sample_changes[bench][sid] = changed_fields(old_data.get(sh), new_samples.get((bench, sid), {}))
     for bench, changes in sorted(sample_changes.items()):
         messages.insert(0, describe_sample_change(bench, changes, sample_rows[bench]))
-    total = sum(len(v) for v in replace.values())
+    messages.extend(message for message, _n in also)
+    total = sum(len(v) for v in replace.values()) + sum(n for _m, n in also)
     if total and not recompute:
         raise RunError(
             "stored predictions do not match this run (nothing was answered):\n  "
@@ -726,6 +782,65 @@ def _check_identity(
             + f"\nrerun with --recompute to replace exactly these {total} stored predictions, or use another --out"
         )
     return replace
+
+
+#: what :func:`_request_change` found, as the identity check's message says it
+_REQUEST_CHANGES = {
+    "frames": "shown other frames (the condition's params changed?)",
+    "prompt": "asked another prompt (the option order, the frame times or the span shown changed?)",
+    "unrecorded": "stored without a record of the frames shown or the prompt asked (imported?): it cannot be "
+                  "checked",
+}
+
+
+def _request_change(
+    row: Any, item: WorkItem, index: int, template: str, planned_frames: dict[int, str],
+    planned_prompts: dict[tuple[str, int], str], *, frames_json: Callable[[Any], str],
+    prompt_of: Callable[[WorkItem, str], str],
+) -> str | None:
+    """``None`` when a stored row (:class:`tempcore.store.StoredRequest`) was asked what ``item``
+    asks, else which part differs: ``frames``, ``prompt`` or ``unrecorded`` (see :data:`_REQUEST_CHANGES`).
+
+    The frames compare as stored text first (what :func:`tempcore.store.frames_json` writes; one
+    string comparison per row), then, when the texts differ, as values (a store written by another
+    serialiser); the prompt hash is computed only for rows whose frames match."""
+    from tempcore.records import FrameSet
+
+    if row.frames is None or not row.prompt_hash:
+        return "unrecorded"
+    want = planned_frames.get(index)
+    if want is None:
+        want = planned_frames[index] = frames_json(item.frames)
+    if row.frames != want:
+        try:
+            same = FrameSet.from_dict(json.loads(row.frames)) == item.frames
+        except (ValueError, TypeError, KeyError):
+            same = False
+        if not same:
+            return "frames"
+    if not _prompt_has_more(item):
+        return None
+    digest = planned_prompts.get((template, index))
+    if digest is None:
+        digest = planned_prompts[(template, index)] = prompt_of(item, template)
+    return None if row.prompt_hash == digest else "prompt"
+
+
+def _prompt_has_more(item: WorkItem) -> bool:
+    """Whether an item's prompt holds inputs that neither a fingerprint nor its frames hold, so that
+    the identity check compares its stored ``prompt_hash``: a grounding item's (its duration, L
+    frames at the fps, and the spans shown, on which its frame times are given). A multiple-choice
+    prompt is the question and the options (the sample's fingerprint) in the order of the key's
+    rotation, the template (the model's fingerprint) and the frames' timestamps (compared as frames):
+    rendering it again for every stored row would cost ~25 us a row (2.5 s per 100k) and find nothing."""
+    from tempcore.grounding.baseline import is_grounding
+
+    return is_grounding(item.sample)
+
+
+def _condition_label(c: Condition) -> str:
+    """A condition as the messages name it: its strategy, its scoring mode when it has one, its variant."""
+    return c.strategy + ("" if c.mode == "none" else f"/{c.mode}") + ("" if c.variant is None else f" ({c.variant})")
 
 
 def _dry_run(
@@ -738,8 +853,9 @@ def _dry_run(
     are counted as "up to ``max_windows``" per sample. An early-stopped oracle asks at least one
     window per (sample, rotation) and at most as many; both bounds are printed, and for each oracle
     condition the calls of the other setting of ``early_stop`` too. Stored predictions are counted
-    per model from an existing store (opened read-only); whether their fingerprints still match is
-    checked by the real run before any model call."""
+    per model from an existing store (opened read-only); whether they still match (fingerprints, the
+    frames shown, which need the frame selection a dry run does not make) is checked by the real run
+    before any model call."""
     plans = []
     upper = 0
     lower = 0
