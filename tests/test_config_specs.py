@@ -249,6 +249,20 @@ def test_checking_built_in_entries_imports_no_adapter_no_torch_and_no_httpx() ->
     assert out.stdout.strip() == "False False False []"  # the specs come without their adapters
 
 
+def test_checking_the_zoo_panel_imports_no_torch() -> None:
+    # a Ray driver checks every model entry (check_config) but runs none: the zoo backend's spec
+    # must come without torch (importing it cost the driver ~2 s before its actors were created)
+    code = (
+        "import sys\n"
+        "from tempcore.models.registry import as_spec\n"
+        "from tempcore.world.answerers.model import zoo_specs\n"
+        "[as_spec(s.to_dict()) for s in zoo_specs() if s.backend == 'zoo']\n"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "False"
+
+
 def test_readme_model_entry_tables_are_the_declared_ones() -> None:
     assert markdown_tables() in README.read_text()
     zoo = spec_class("zoo")

@@ -11,10 +11,9 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
-import torch
 
 from tempcore.models._batching import run_with_fallback
 from tempcore.models.base import (
@@ -30,8 +29,12 @@ from tempcore.models.specs import expect_spec
 from tempcore.records import LETTERS
 from tempcore.registry import did_you_mean
 from tempcore.world.answerers.constants import ANSWERER_DIR, FORMAT, GREY, IMAGE_SIDE, MEMBERS, ZooError
-from tempcore.world.answerers.nets import AnswererNet, frames_tensor
-from tempcore.world.answerers.text import TextCodec, _bag, question_text, vocabulary
+
+if TYPE_CHECKING:  # torch is imported where a member runs, so a driver that only checks specs stays light
+    import torch
+
+    from tempcore.world.answerers.nets import AnswererNet
+    from tempcore.world.answerers.text import TextCodec
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,11 @@ class Answerer:
 
     def scores(self, requests: Sequence[ModelRequest]) -> torch.Tensor:
         """Option scores ``(B, n)`` for requests with the same number of options and of images."""
+        import torch
+
+        from tempcore.world.answerers.nets import frames_tensor
+        from tempcore.world.answerers.text import _bag, question_text
+
         n = len(requests[0].options)
         questions = [question_text(r.prompt, n) for r in requests]
         options = [o for r in requests for o in r.options]
@@ -79,6 +87,9 @@ def load_answerer(name_or_path: str | Path, zoo_dir: str | Path | None = None, d
     """Load a member (see :func:`member_paths`); raises :class:`ZooError` naming the missing file."""
     from safetensors.torch import load_file
 
+    from tempcore.world.answerers.nets import AnswererNet
+    from tempcore.world.answerers.text import TextCodec
+
     weights, config_path = member_paths(name_or_path, zoo_dir)
     for path in (weights, config_path):
         if not path.is_file():
@@ -107,6 +118,8 @@ def save_answerer(
 ) -> Path:
     """Write ``<name>.safetensors`` and ``<name>.json`` into ``folder``; returns the weights path."""
     from safetensors.torch import save_file
+
+    from tempcore.world.answerers.text import vocabulary
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -178,6 +191,8 @@ class ZooModel:
         expect_spec(spec, ZooSpec, "backend zoo")
         self.spec = spec
         self.name = spec.display_name
+        import torch
+
         device = "cpu" if spec.device == "auto" else spec.device
         try:
             torch.device(device)
@@ -207,6 +222,8 @@ class ZooModel:
 
     def answer(self, requests: Sequence[ModelRequest], *, method: str = "generate") -> list[ModelResponse]:
         """One response per request: the argmax letter and the log-softmax over the options."""
+        import torch
+
         check_method(self, method)
         if self.answerer is None:
             raise ModelError(f"model {self.name}: closed")
