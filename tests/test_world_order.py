@@ -79,6 +79,50 @@ def test_default_mix_plants_the_order_family_without_shrinking_the_world():
     assert all(not ({"appear_order", "brief_colour"} <= f) for f in by_video.values())
 
 
+
+@pytest.mark.parametrize("n, seed", [(400, 20261129), (240, 11), (101, 3), (57, 5), (800, 42)])
+def test_which_shape_comes_first_is_balanced_and_is_the_planted_answer(n, seed):
+    # an order-blind prior on shapes ("the diamond comes first") must gain nothing (TVBench's warning):
+    # the first object is the triangle in half of the order questions, the diamond in the other half
+    w = plan_world(n, seed=seed)
+    firsts = {"triangle": 0, "diamond": 0}
+    scenes = w.scene_map()
+    for wq in (wq for wq in w.questions if wq.question.family in ORDER_SENSITIVE_FAMILIES):
+        scene = scenes[wq.video_id]
+        q = wq.question
+        a, b = (scene.object(r) for r in ORDER_ROLES)
+        first, second = sorted((a, b), key=lambda o: o.appear.start)  # the truth, read from the scene
+        assert first.appear.start < second.appear.start
+        firsts[first.shape] += 1
+        assert q.options[q.answer] == f"the {first.colour} {first.shape}, then the {second.colour} {second.shape}"
+    total = firsts["triangle"] + firsts["diamond"]
+    assert total == w.counts()["families"]["appear_order"] and total >= 3
+    assert abs(firsts["triangle"] - firsts["diamond"]) <= 1, firsts
+
+
+def test_the_first_object_changes_nothing_else_of_the_scene():
+    from tempcore.world.generator import WorldConfig, WorldError, make_scene
+
+    cfg = WorldConfig(10, 0, (48, 48), 10.0, (10.0, 40.0), (1.0, 3.0), 8, dict(DEFAULT_WEIGHTS), 18)
+    for v in range(6):
+        scenes = {r: make_scene("v", np.random.default_rng([9, v]), cfg, order=True, order_first=r) for r in ORDER_ROLES}
+        drawn = make_scene("v", np.random.default_rng([9, v]), cfg, order=True)
+        a_first, b_first = scenes["order_a"], scenes["order_b"]
+        assert a_first.object("order_a").appear.start < a_first.object("order_b").appear.start
+        assert b_first.object("order_b").appear.start < b_first.object("order_a").appear.start
+        # the same scene but for the two windows, swapped (and the drawn one is one of the two)
+        assert a_first.object("order_a").appear == b_first.object("order_b").appear
+        assert a_first.object("order_b").appear == b_first.object("order_a").appear
+        strip = [[(o.shape, o.colour, o.slot, o.role, o.drift) for o in s.objects] for s in (a_first, b_first)]
+        assert strip[0] == strip[1] and a_first.duration == b_first.duration
+        assert a_first.noise_seed == b_first.noise_seed and a_first.background == b_first.background
+        assert drawn in (a_first, b_first)
+    with pytest.raises(WorldError, match="order_first"):
+        make_scene("v", np.random.default_rng(0), cfg, order=True, order_first="brief")
+    with pytest.raises(WorldError, match="order_first"):
+        make_scene("v", np.random.default_rng(0), cfg, order_first="order_a")
+
+
 def test_order_scenes_and_options_are_as_planted(plan):
     for wq, scene in _order_questions(plan):
         q = wq.question

@@ -2,8 +2,8 @@
 
     tempcore world generate --out DIR [--n 400] [--seed 0] [--size 48] [--fps 10]
                             [--min-duration 10] [--max-duration 40] [--k-max 8] [--json]
-    tempcore world train [--only encoder|answerers|all] [--out DIR | --into-package] [--seed 0]
-                         [--encoder-steps N]
+    tempcore world train [--only encoder|answerers|members|all] [--out DIR | --into-package] [--seed 0]
+                         [--encoder-steps N] [--dry-run]
     tempcore world validate --predictions FILE --annotations FILE
                             [--scoring hard|soft|circular ...] [--json] [--tau] [--lambda] [--k] ...
     tempcore world probe [--encoder PATH] (--world DIR | --n N --seed S) [--k 8] [--mode qa|q] [--json]
@@ -12,7 +12,11 @@
 ``world.json``. ``train`` rebuilds the shipped weights into ``--out`` (default ``./world-zoo``,
 never inside the installed package: in an editable install that would overwrite the shipped,
 tested weights); ``--into-package`` replaces the package's own ``zoo`` folder on purpose (for a
-maintainer refreshing the shipped weights), and an ``--out`` inside that folder needs it too. ``validate`` prints how well a run's diagnosis recovers the planted categories
+maintainer refreshing the shipped weights), and an ``--out`` inside that folder needs it too.
+``--only answerers`` trains the five zoo members (``answerers/``) and the generative HF answerer
+(``zoo-idefics3``); ``--only members`` the five members alone (``train_answerers(ZOO/answerers,
+seed)`` with its default steps: how the shipped members are refreshed without touching
+``zoo-idefics3``); ``--dry-run`` prints what would be trained, where, as JSON, and trains nothing. ``validate`` prints how well a run's diagnosis recovers the planted categories
 (``--json``: ``{"scoring": {name: {"temporally_sensitive": {"precision", "recall"}, "trivial":
 {"precision", "recall"}, "confusion": {planted: {recovered: count}}}}}``; an undefined precision or
 recall is ``null``). ``probe`` measures how often MaxProb / MinProb frames of an encoder fall inside
@@ -34,6 +38,9 @@ from tempcore.errors import TempcoreError
 
 #: where ``tempcore world train`` writes when no ``--out`` is given (relative to the working folder)
 DEFAULT_TRAIN_OUT = "world-zoo"
+
+#: what ``tempcore world train --only`` accepts
+TRAIN_TARGETS = ("encoder", "answerers", "members", "all")
 
 
 class WorldTrainError(TempcoreError):
@@ -65,14 +72,17 @@ def register(subparsers: Any) -> None:
 
     t = sub.add_parser("train", help="rebuild the zoo's weights from a seed",
                        description="Train the world encoder (and the answerers, when available).")
-    t.add_argument("--only", choices=("encoder", "answerers", "all"), default="all",
-                   help="what to train (default all)")
+    t.add_argument("--only", choices=TRAIN_TARGETS, default="all",
+                   help="what to train (default all): encoder, answerers (the five zoo members and "
+                   "zoo-idefics3), members (the five zoo members alone), all")
     t.add_argument("--out", type=Path, default=None,
                    help=f"zoo folder to write (default ./{DEFAULT_TRAIN_OUT}; never the installed package's zoo)")
     t.add_argument("--into-package", action="store_true",
                    help="overwrite the installed package's shipped zoo weights (maintainers only)")
     t.add_argument("--seed", type=int, default=0, help="training seed (default 0)")
     t.add_argument("--encoder-steps", type=int, default=None, help="encoder training steps (default 2400)")
+    t.add_argument("--dry-run", action="store_true",
+                   help="print what would be trained and where (JSON), and train nothing")
     t.set_defaults(func=run_train)
 
     v = sub.add_parser("validate", help="recovery of the planted categories by a run's predictions",
@@ -153,12 +163,46 @@ def train_destination(out: Path | None, into_package: bool) -> Path:
     return zoo
 
 
+def train_plan(only: str, zoo: Path, seed: int, encoder_steps: int | None = None) -> dict[str, Any]:
+    """What ``world train --only ONLY`` trains into ``zoo``: ``{"zoo", "seed", "encoder", "members",
+    "hf"}``, each part ``null`` when not trained, else where it goes (and its steps, names). Raises
+    :class:`WorldTrainError` when the answerers are asked for and this installation has none; with
+    ``all`` they are then left out (``"members": null``, ``"hf": null``) as before."""
+    if only not in TRAIN_TARGETS:
+        raise WorldTrainError(f"--only {only!r}: choose one of {', '.join(TRAIN_TARGETS)}")
+    plan: dict[str, Any] = {"zoo": str(zoo), "seed": seed, "encoder": None, "members": None, "hf": None}
+    if only in ("encoder", "all"):
+        from tempcore.world.encoder_zoo import DEFAULT_STEPS
+
+        plan["encoder"] = {"path": str(zoo / "encoder"), "steps": encoder_steps or DEFAULT_STEPS}
+    if only in ("answerers", "members", "all"):
+        if importlib.util.find_spec("tempcore.world.answerers") is None:
+            if only != "all":
+                raise WorldTrainError("this installation has no answerer models (tempcore.world.answerers)")
+            return plan
+        from tempcore.world.answerers.constants import MEMBERS
+        from tempcore.world.answerers.training import ANSWERER_ENCODER_STEPS, ANSWERER_STEPS
+
+        plan["members"] = {"path": str(zoo / "answerers"), "names": list(MEMBERS), "steps": ANSWERER_STEPS,
+                           "encoder_steps": ANSWERER_ENCODER_STEPS}
+        if only != "members":
+            from tempcore.world.hf_answerer import HF_NAME
+
+            plan["hf"] = {"path": str(zoo / HF_NAME), "name": HF_NAME}
+    return plan
+
+
 def run_train(args: argparse.Namespace) -> int:
     zoo = train_destination(args.out, args.into_package)
-    if args.only in ("encoder", "all"):
-        from tempcore.world.encoder_zoo import DEFAULT_STEPS, train_encoder
+    plan = train_plan(args.only, zoo, args.seed, args.encoder_steps)
+    if args.dry_run:
+        json.dump(plan, sys.stdout)
+        sys.stdout.write("\n")
+        return 0
+    if plan["encoder"] is not None:
+        from tempcore.world.encoder_zoo import train_encoder
 
-        steps = args.encoder_steps or DEFAULT_STEPS
+        steps = plan["encoder"]["steps"]
         print(f"training the world encoder ({steps} steps, seed {args.seed}) into {zoo / 'encoder'}",
               file=sys.stderr)
         result = train_encoder(zoo / "encoder", seed=args.seed, steps=steps,
@@ -166,19 +210,22 @@ def run_train(args: argparse.Namespace) -> int:
         first, last = result.first_last()
         print(f"encoder: {result.parameters} parameters, loss {first:.3f} -> {last:.3f}, "
               f"{result.seconds:.0f} s, saved to {result.path}")
-    if args.only in ("answerers", "all"):
-        if importlib.util.find_spec("tempcore.world.answerers") is None:
-            if args.only == "answerers":
-                print("tempcore: error: this installation has no answerer models (tempcore.world.answerers)",
-                      file=sys.stderr)
-                return 1
-            print("no answerer models in this installation (tempcore.world.answerers); trained the encoder only",
-                  file=sys.stderr)
-        else:
-            from tempcore.world import answerers
+    if args.only == "all" and plan["members"] is None:
+        print("no answerer models in this installation (tempcore.world.answerers); trained the encoder only",
+              file=sys.stderr)
+    elif plan["members"] is not None:
+        from tempcore.world import answerers
 
-            summary = answerers.train_all(zoo, seed=args.seed, log=lambda line: print(line, file=sys.stderr))
-            print(f"answerers: {json.dumps(summary)}")
+        log = lambda line: print(line, file=sys.stderr)  # noqa: E731
+        if plan["hf"] is not None:
+            summary = answerers.train_all(zoo, seed=args.seed, log=log)
+        else:  # the five members alone, as train_all trains them, without zoo-idefics3
+            print(f"training the zoo members {', '.join(plan['members']['names'])} (seed {args.seed}) into "
+                  f"{plan['members']['path']}; zoo-idefics3 untouched", file=sys.stderr)
+            _, _, zoo_log = answerers.train_answerers(Path(plan["members"]["path"]), args.seed, log=log)
+            summary = {"answerers": plan["members"]["path"], "answerer_seconds": round(zoo_log.seconds, 1),
+                       "final_loss": {m: v[-1] for m, v in zoo_log.losses.items() if v}}
+        print(f"answerers: {json.dumps(summary)}")
     print(f"wrote the zoo to {zoo}")
     return 0
 

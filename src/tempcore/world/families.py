@@ -41,7 +41,8 @@ FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
 ``appear_order`` -> temporally_grounded, and *order-sensitive* (:data:`ORDER_SENSITIVE_FAMILIES`)
     "In which order did the shapes appear?" A triangle and a diamond are each visible only inside a
     window of their own (each 25-30% of the video, >= 1 s apart, one after the other; which comes
-    first is drawn). The options are orders of two objects: the true one ("the red triangle, then
+    first is planned by the generator: the triangle in half of a world's order questions, the
+    diamond in the other half, +-1, so no prior on shapes helps). The options are orders of two objects: the true one ("the red triangle, then
     the blue diamond"), the same two reversed, and both orders of a triangle and a diamond of colours
     absent from the video, so the text alone is at chance (1/4: every option names a triangle and a
     diamond, two in each order) and the question names no object. Evidence lies in *two* windows
@@ -52,8 +53,9 @@ FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
     from their windows and MinProb frames from the seconds least like either (neither object:
     chance): planted temporally grounded. Not guaranteed by construction, unlike the 1-3 s families:
     MaxProb frames ranked by similarity may all come from one of the two windows (with the shipped
-    encoder: both windows for 4 of 10 questions, one for 6; on the demo's world FSS puts 13 of the 25
-    order questions in temporally grounded, 12 in frame-agnostic). What is planted for sure is the
+    encoder: both windows for 4 of 10 questions, one for 6; on the demo's world, before the first
+    object was balanced, FSS put 13 of the 25 order questions in temporally grounded, 12 in
+    frame-agnostic). What is planted for sure is the
     order sensitivity (:data:`ORDER_SENSITIVE_FAMILIES`). Each window is long
     enough that ``uniform`` K = 8 frames put at least two frames in each (a window of a quarter of
     the video holds two of eight evenly spaced frames), so the order ablations of ``tempcore audit

@@ -23,14 +23,19 @@ so the same seed gives the same world, byte for byte, on any machine):
    triangle visible only for a 1-3 s window (when a ``brief_colour`` question needs it, else with
    probability 0.3 as a distractor) and, with probability 0.5, a diamond (always visible); the scene
    of an ``appear_order`` question has instead a triangle and a diamond each visible in one window of
-   25-30% of the video, one after the other (>= 1 s apart; these may overlap the circle's window). All
+   25-30% of the video, one after the other (>= 1 s apart; these may overlap the circle's window);
+   which of the two shows first is planned, not drawn: the triangle for half of the order questions
+   and the diamond for the other half (+-1; the triangle has the odd one), in a seeded order, so an
+   order-blind prior on shapes gains nothing (TVBench's warning). All
    colours in a scene are distinct. Windows lie on the frame grid, at least 1 s from either end and
    1 s from each other. A video with an event lasts at least ``k_max + 6`` seconds, so at least
    ``k_max`` whole seconds lie outside any window (a window of up to 3 s touches at most 4 seconds):
    MaxProb / MinProb with K <= ``k_max`` frames from distinct seconds never *have* to enter (or
    leave) a window. Other videos last ``duration[0]`` .. ``duration[1]`` seconds (whole seconds).
 4. **Answers.** The correct option's position is balanced per family: positions 0..3 repeated and
-   shuffled, so each position is correct for ``count / 4`` questions of every family (+-1).
+   shuffled, so each position is correct for ``count / 4`` questions of every family (+-1). The
+   order questions' first object (step 3) is balanced the same way, from the plan's RNG *after* the
+   positions, so nothing else of the plan (other scenes, questions, positions) depends on it.
 
 Annotation rows (one per question, JSONL, keys in this order): ``id`` (``{video_id}-{family}``),
 ``video`` (``videos/{video_id}.mp4``), ``question``, ``options`` (4 texts), ``answer`` (0-based JSON
@@ -57,6 +62,7 @@ from tempcore.world.families import (
     DEFAULT_WEIGHTS,
     FAMILIES,
     N_OPTIONS,
+    ORDER_ROLES,
     PLANTED_CATEGORIES,
     SLOT_ANCHOR,
     SLOT_BRIEF,
@@ -320,15 +326,22 @@ def make_scene(
     circle_event: str | None = None,
     brief: bool | None = None,
     order: bool = False,
+    order_first: str | None = None,
 ) -> Scene:
     """A random scene. ``circle_event`` (``none`` / ``absent`` / ``recolour``) and ``brief`` fix what a
     question needs; ``None`` draws them (circle: none 1/2, absent 1/4, recolour 1/4; brief 0.3).
     ``order``: the scene of an ``appear_order`` question: no brief triangle and no diamond, but a
     triangle (role ``order_a``) and a diamond (``order_b``) in those quadrants, each visible only in a
     window of :data:`_ORDER_WINDOW` of the video (on the frame grid, >= 1 s from either end and from
-    each other; which comes first drawn). They may overlap the circle's event window (other quadrant)."""
+    each other). They may overlap the circle's event window (other quadrant). ``order_first``
+    (``order_a`` / ``order_b``, see :data:`~tempcore.world.families.ORDER_ROLES`): the role whose window
+    comes first; ``None`` draws it (1/2 each). The draw is made in either case, so the rest of the
+    scene is the same whichever is asked for."""
     if order and brief:
         raise WorldError(f"scene {video_id}: an order scene has no brief object")
+    if order_first is not None and (not order or order_first not in ORDER_ROLES):
+        raise WorldError(f"scene {video_id}: order_first {order_first!r} needs an order scene and one of "
+                         f"{', '.join(ORDER_ROLES)}")
     if order:
         brief = False
     if circle_event is None:
@@ -371,8 +384,10 @@ def make_scene(
         taken.append(frames)
         objects.append(obj("brief", slots[2], colours.pop(), appear=interval(frames)))
     if order:
-        frames_a, frames_b = _order_windows(rng, n_frames, fps)
-        if rng.random() < 0.5:
+        frames_a, frames_b = _order_windows(rng, n_frames, fps)  # the first window, then the second
+        drawn_b_first = bool(rng.random() < 0.5)  # always drawn: the same random stream either way
+        b_first = drawn_b_first if order_first is None else order_first == ORDER_ROLES[1]
+        if b_first:
             frames_a, frames_b = frames_b, frames_a
         objects.append(obj("order_a", slots[2], colours.pop(), appear=interval(frames_a)))
         objects.append(obj("order_b", slots[3], colours.pop(), appear=interval(frames_b)))
@@ -427,6 +442,11 @@ def plan_from_config(cfg: WorldConfig) -> World:
     for name, count in counts.items():
         balanced = [j % N_OPTIONS for j in range(count)]
         positions[name] = [balanced[i] for i in plan_rng.permutation(count)]
+    # which object of each order question shows first: order_a (the triangle) for half, order_b (the
+    # diamond) for the other half, permuted; drawn after the positions, so they do not change
+    n_pair = len(jobs[SLOT_PAIR])
+    first_roles = [ORDER_ROLES[j % 2] for j in range(n_pair)]
+    order_first = [first_roles[i] for i in plan_rng.permutation(n_pair)]
     used = {name: 0 for name in counts}
     family_index = {name: i for i, name in enumerate(FAMILIES)}
 
@@ -440,8 +460,10 @@ def plan_from_config(cfg: WorldConfig) -> World:
     for v in range(n_videos):
         video_id = f"v{v:0{width}d}"
         mine = {slot: jobs[slot][v] for slot in SLOT_ORDER if slot != SLOT_PAIR and v < len(jobs[slot])}
+        first_role = None
         if 0 <= v - pair_first < len(jobs[SLOT_PAIR]):
             mine[SLOT_PAIR] = jobs[SLOT_PAIR][v - pair_first]
+            first_role = order_first[v - pair_first]
         circle_family = mine.get(SLOT_CIRCLE)
         scene = make_scene(
             video_id,
@@ -450,6 +472,7 @@ def plan_from_config(cfg: WorldConfig) -> World:
             circle_event=FAMILIES[circle_family].circle_event if circle_family else None,
             brief=True if SLOT_BRIEF in mine else None,
             order=SLOT_PAIR in mine,
+            order_first=first_role,
         )
         scenes.append(scene)
         for slot in SLOT_ORDER:

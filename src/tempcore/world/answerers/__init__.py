@@ -48,7 +48,8 @@ Input conventions (choices, stated once):
   probe) is answered as if shown one mid-grey frame, the no-frame condition's input.
 - Inference runs on CPU in float32 unless the spec names another device; it is deterministic.
 
-Training (:func:`train_answerers`, :func:`train_all`; ``tempcore world train`` calls the latter):
+Training (:func:`train_answerers`, :func:`train_all`; ``tempcore world train`` calls the latter, and
+``--only members`` the former, without the HF answerer):
 questions of a world planned from the training seed (never a demo world: the demo's worlds use small
 seeds, training uses ``TRAIN_SEED_BASE + seed``), rendered in memory. First the frame encoder
 (:func:`train_frame_encoder`); then the features of every frame of the training world are computed

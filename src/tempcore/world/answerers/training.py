@@ -35,6 +35,11 @@ from tempcore.world.answerers.sampling import (
 )
 from tempcore.world.answerers.text import TextCodec, vocabulary
 
+ANSWERER_STEPS = 3000
+"""Default training steps of the members' heads (:func:`train_answerers`, :func:`train_all`)."""
+ANSWERER_ENCODER_STEPS = 600
+"""Default training steps of the members' frame encoder (:func:`train_frame_encoder` via :func:`train_answerers`)."""
+
 
 def training_world(seed: int, n_questions: int) -> Any:
     """The world the answerers train on: ``plan_world(n_questions, TRAIN_SEED_BASE + seed)``."""
@@ -263,8 +268,8 @@ def train_answerers(
     out_dir: str | Path | None,
     seed: int = 0,
     *,
-    steps: int = 3000,
-    encoder_steps: int = 600,
+    steps: int = ANSWERER_STEPS,
+    encoder_steps: int = ANSWERER_ENCODER_STEPS,
     members: Sequence[str] = tuple(MEMBERS),
     n_questions: int = 8000,
     batch_size: int = 128,
@@ -314,8 +319,8 @@ def train_all(
     out_dir: str | Path,
     seed: int = 0,
     *,
-    steps: int = 3000,
-    encoder_steps: int = 600,
+    steps: int = ANSWERER_STEPS,
+    encoder_steps: int = ANSWERER_ENCODER_STEPS,
     hf_steps: int | None = None,
     include_hf: bool = True,
     log: Callable[[str], None] | None = print,
