@@ -230,9 +230,9 @@ def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst
     commits: list[tuple[float, float]] = []
     real_commit = executor.commit
 
-    def slow_commit(*args: Any, **kwargs: Any) -> None:  # a store that takes 40 ms per transaction
+    def slow_commit(*args: Any, **kwargs: Any) -> None:  # a store slower than the model: 120 ms a transaction
         started = time.perf_counter()
-        time.sleep(0.04)
+        time.sleep(0.12)
         real_commit(*args, **kwargs)
         commits.append((started, time.perf_counter()))
 
@@ -259,10 +259,36 @@ def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst
     assert summary.models[0].done == n and model.submitted == n and len(commits) >= 3
     full = next(t for t, k in model.trace if k == 16)
     last_start = max(t for (t, _), (_, k) in zip(model.trace, model.trace[1:]) if k == 16)
-    for start, end in commits:  # while the caller sits in a commit, no slot idles (the window's queue)
+    # while a group is committed, no slot idles: the stream goes on (the writer thread) and hands
+    # each group on with its window full (the queue inside the model covers the wait for the writer)
+    for start, end in commits:
         if full < start and end < last_start:
             during = [k for t, k in model.trace if start <= t <= end]
             before = [k for t, k in model.trace if t < start][-1]
             assert min([before, *during]) >= 15, (start, end, during)
     # the stream sleeps until a burst of answers (concurrency // 4) is in, not once per answer
     assert max(waits) == 4 and len(waits) <= n // 2
+
+
+def test_a_failed_commit_on_the_writer_thread_stops_the_run_with_its_error(bench, tmp_path, monkeypatch):
+    import tempcore.executor as executor
+    from tempcore.store import StoreError
+
+    model = Clocked("clocked", 4, lambda _r: 0.02)
+    calls: list[int] = []
+    real_commit = executor.commit
+
+    def failing_commit(*args: Any, **kwargs: Any) -> None:
+        calls.append(len(args[2].items))
+        if len(calls) == 2:
+            raise StoreError("disk full (injected)")
+        real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(executor, "commit", failing_commit)
+    entry = {"backend": "openai", "model": "mean-colour", "name": "clocked", "base_url": "http://127.0.0.1:9/v1"}
+    cfg = config(bench, tmp_path / "run", [entry])
+    with pytest.raises(StoreError, match="disk full"):
+        run(cfg, progress=False, log=lambda _m: None, model_factory=lambda spec: model)
+    assert len(calls) == 2  # no group is committed after the failed one
+    with RunStore.open(tmp_path / "run" / "store.sqlite") as store:
+        assert len(list(store.predictions())) == calls[0]  # the first group is stored, whole

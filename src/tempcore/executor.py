@@ -891,21 +891,39 @@ def answer_items(
     replace: set[Key] | frozenset[Key] = frozenset(),
 ) -> ModelSummary:
     """Answer ``items`` with ``model`` in this process (:func:`answer_stream`) and commit the
-    results to ``store`` as they complete.
+    results to ``store`` as they complete, on a writer thread: while one group is written, this
+    thread keeps the stream going (a concurrent model's freed slots are refilled meanwhile); the
+    next group waits until the previous one is stored, and a failed commit raises here.
 
     Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
     every other key keeps the first write (a key another writer stored meanwhile counts as
     ``discarded``, not ``done``). No-frame requests need no decoding, so a video that fails to decode
     fails only the requests that show its frames.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     summary = summary or ModelSummary(model.name)
     shown = Progress(len(items), model.name, progress)
     started = time.perf_counter()
-    for answered in answer_stream(model, answer_units(items, max_frames_in_memory), video_root_of=video_root_of,
-                                  method=method, template=template, noframe_size=noframe_size,
-                                  request_batch=request_batch, identity=identity):
+
+    def store_group(answered: Answered) -> None:
         commit(store, run_id, answered, summary, replace)
         shown.update(answered)
+
+    # one writer thread commits a group while this thread goes on streaming (refilling the
+    # model's slots, collecting the next group); at most one group is being written at a time:
+    # the next one waits for it, so a crash loses what is in flight plus one group
+    # (on an error, leaving the ``with`` waits until the group handed over is written)
+    writing: Future[None] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tempcore-commit") as writer:
+        for answered in answer_stream(model, answer_units(items, max_frames_in_memory),
+                                      video_root_of=video_root_of, method=method, template=template,
+                                      noframe_size=noframe_size, request_batch=request_batch, identity=identity):
+            if writing is not None:
+                writing.result()  # the previous group is stored (its error raised here)
+            writing = writer.submit(store_group, answered)
+        if writing is not None:
+            writing.result()
     shown.close()
     summary.seconds += time.perf_counter() - started
     return summary
