@@ -164,3 +164,131 @@ def test_batched_models_get_batches_across_samples_and_reruns_are_batched(bench,
     assert s2.models[0].done == 7 and again.calls == [5, 2]  # the failed keys, not one call each
     with RunStore.open(tmp_path / "run" / "store.sqlite") as store:
         assert len(list(store.predictions())) == 2 * N_SAMPLES and store.failures() == []
+
+
+class Clocked:
+    """A concurrent model in this process (``submit`` + ``concurrency``, as the HTTP client): each
+    request is answered ``latency(request)`` seconds after it takes one of ``concurrency`` slots;
+    the others wait in a queue inside the model. Records (time, requests in flight) at every change."""
+
+    supports_option_scores = False
+    revision = None
+
+    def __init__(self, name: str, concurrency: int, latency: Any) -> None:
+        import collections
+        import threading
+
+        self.name, self.concurrency, self.latency = name, concurrency, latency
+        self._lock = threading.Lock()
+        self._waiting: Any = collections.deque()
+        self.in_flight = 0
+        self.trace: list[tuple[float, int]] = []
+        self.submitted = 0
+
+    def submit(self, request: Any, *, method: str = "generate") -> Any:
+        from concurrent.futures import Future
+
+        fut: Future[ModelResponse] = Future()
+        with self._lock:
+            self.submitted += 1
+            self._waiting.append((fut, request))
+            self._start()
+        return fut
+
+    def _start(self) -> None:  # under the lock
+        import threading
+
+        while self.in_flight < self.concurrency and self._waiting:
+            fut, request = self._waiting.popleft()
+            if not fut.set_running_or_notify_cancel():
+                continue
+            self.in_flight += 1
+            self.trace.append((time.perf_counter(), self.in_flight))
+            threading.Timer(self.latency(request), self._finish, (fut, request)).start()
+
+    def _finish(self, fut: Any, request: Any) -> None:
+        with self._lock:
+            self.in_flight -= 1
+            self.trace.append((time.perf_counter(), self.in_flight))
+            self._start()
+        fut.set_result(MeanColourModel().answer([request])[0])
+
+    def answer(self, requests, *, method="generate"):  # not used by the stream
+        return MeanColourModel().answer(requests, method=method)
+
+    def close(self) -> None:
+        pass
+
+
+def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst(bench, tmp_path, monkeypatch):
+    import tempcore.executor as executor
+
+    def latency(request: Any) -> float:  # 60-100 ms, spread, so that answers complete one by one
+        return 0.06 + hashlib.sha256(request.prompt.encode()).digest()[0] / 255 * 0.04
+
+    model = Clocked("clocked", 16, latency)
+    commits: list[tuple[float, float]] = []
+    real_commit = executor.commit
+
+    def slow_commit(*args: Any, **kwargs: Any) -> None:  # a store slower than the model: 120 ms a transaction
+        started = time.perf_counter()
+        time.sleep(0.12)
+        real_commit(*args, **kwargs)
+        commits.append((started, time.perf_counter()))
+
+    waits: list[int] = []
+    real_take = executor._Completions.take
+
+    def counted_take(self: Any, want: int = 0, timeout: float | None = None) -> Any:
+        if want:
+            waits.append(want)
+        return real_take(self, want, timeout)
+
+    monkeypatch.setattr(executor, "commit", slow_commit)
+    monkeypatch.setattr(executor._Completions, "take", counted_take)
+    entry = {"backend": "openai", "model": "mean-colour", "name": "clocked", "base_url": "http://127.0.0.1:9/v1"}
+    cfg = RunConfig.from_dict({
+        "out": str(tmp_path / "run"), "k": 3, "fps": 10, "noframe_size": 16,
+        "benchmarks": [{"name": "generic", "annotations": str(bench["ann"]), "video_root": str(bench["videos"]),
+                        "options": {"benchmark_name": "toy"}}],
+        "models": [entry],
+        "conditions": [{"strategy": "noframe", "rotations": "all"}, {"strategy": "textonly", "rotations": "all"}],
+    }, source="test")
+    summary = run(cfg, progress=False, log=lambda _m: None, model_factory=lambda spec: model)
+    n = 2 * 4 * N_SAMPLES  # 96 requests
+    assert summary.models[0].done == n and model.submitted == n and len(commits) >= 3
+    full = next(t for t, k in model.trace if k == 16)
+    last_start = max(t for (t, _), (_, k) in zip(model.trace, model.trace[1:]) if k == 16)
+    # while a group is committed, no slot idles: the stream goes on (the writer thread) and hands
+    # each group on with its window full (the queue inside the model covers the wait for the writer)
+    for start, end in commits:
+        if full < start and end < last_start:
+            during = [k for t, k in model.trace if start <= t <= end]
+            before = [k for t, k in model.trace if t < start][-1]
+            assert min([before, *during]) >= 15, (start, end, during)
+    # the stream sleeps until a burst of answers (concurrency // 4) is in, not once per answer
+    assert max(waits) == 4 and len(waits) <= n // 2
+
+
+def test_a_failed_commit_on_the_writer_thread_stops_the_run_with_its_error(bench, tmp_path, monkeypatch):
+    import tempcore.executor as executor
+    from tempcore.store import StoreError
+
+    model = Clocked("clocked", 4, lambda _r: 0.02)
+    calls: list[int] = []
+    real_commit = executor.commit
+
+    def failing_commit(*args: Any, **kwargs: Any) -> None:
+        calls.append(len(args[2].items))
+        if len(calls) == 2:
+            raise StoreError("disk full (injected)")
+        real_commit(*args, **kwargs)
+
+    monkeypatch.setattr(executor, "commit", failing_commit)
+    entry = {"backend": "openai", "model": "mean-colour", "name": "clocked", "base_url": "http://127.0.0.1:9/v1"}
+    cfg = config(bench, tmp_path / "run", [entry])
+    with pytest.raises(StoreError, match="disk full"):
+        run(cfg, progress=False, log=lambda _m: None, model_factory=lambda spec: model)
+    assert len(calls) == 2  # no group is committed after the failed one
+    with RunStore.open(tmp_path / "run" / "store.sqlite") as store:
+        assert len(list(store.predictions())) == calls[0]  # the first group is stored, whole

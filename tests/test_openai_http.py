@@ -200,6 +200,63 @@ def test_threads_share_one_limit_and_answer_works_inside_a_running_loop(serve, c
     assert [r.text for r in out] == expected_texts(batches[0])
 
 
+def test_submitted_requests_share_the_slots_and_a_burst_wakes_the_loop_once(serve, client, monkeypatch) -> None:
+    requests = uniform_requests(24)
+    peer = serve(latency_s=0.1)
+    model = client(peer, concurrency=8)
+    wakes: list[object] = []
+    loop = model._ensure_loop().loop
+    real = loop.call_soon_threadsafe
+
+    def counted(callback, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if getattr(callback, "__name__", "") == "_start_submitted":
+            wakes.append(callback)
+        return real(callback, *args, **kwargs)
+
+    monkeypatch.setattr(loop, "call_soon_threadsafe", counted)
+    gate = threading.Event()  # the loop is held busy while the burst is submitted
+    real(gate.wait, 5)
+    futures = [model.submit(r) for r in requests]
+    gate.set()
+    out = [f.result(10) for f in futures]
+    assert [r.text for r in out] == expected_texts(requests)
+    assert len(wakes) == 1  # 24 submissions, one wake-up of the loop
+    assert peer.stats.max_in_flight == 8 and peer.stats.requests == 24
+    # every shard reuses one TLS context (the CA bundle loaded once, not once per shard)
+    many = client(peer, concurrency=24)
+    assert many.answer(uniform_requests(1, prefix="tls"))[0].ok
+    contexts = {id(c._transport._pool._ssl_context) for c in many._clients or []}
+    assert len(many._clients or []) == 3 and len(contexts) == 1
+
+
+def test_a_cancelled_submission_is_never_sent_and_frees_its_slot(serve, client) -> None:
+    peer = serve(latency_s=0.3)
+    model = client(peer, concurrency=1)
+    first, second, third = (model.submit(r) for r in uniform_requests(3))
+    assert second.cancel()  # waiting for the one slot: cancelled before it is sent
+    assert first.result(10).ok and third.result(10).ok
+    assert second.cancelled() and peer.stats.requests == 2
+    # cancelling one in flight frees the slot for the next: answered 0.5 s later, not 0.9 s
+    model = client(serve(latency_s=0.5), concurrency=1)
+    slow, after = model.submit(uniform_requests(1, prefix="slow")[0]), model.submit(uniform_requests(1, prefix="n")[0])
+    time.sleep(0.1)
+    started = time.perf_counter()
+    assert slow.cancel()
+    assert after.result(10).ok and time.perf_counter() - started < 0.8
+
+
+def test_close_cancels_what_was_submitted_and_not_answered(serve, client) -> None:
+    peer = serve(latency_s=0.5)
+    model = client(peer, concurrency=1)
+    futures = [model.submit(r) for r in uniform_requests(3)]
+    time.sleep(0.1)
+    model.close()
+    for f in futures:  # none hangs: each is cancelled (or answered, had it finished)
+        assert f.cancelled() or f.result(1) is not None
+    assert any(f.cancelled() for f in futures)
+    assert model.submit(uniform_requests(1, prefix="again")[0]).result(10).ok  # the model starts again
+
+
 # --- retries ----------------------------------------------------------------------------------
 
 

@@ -22,8 +22,8 @@ in Ray actors and commits on the driver, so both store the same rows.
 
 from __future__ import annotations
 
-import queue
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -614,7 +614,9 @@ def answer_stream(
       belong to: a slow request (a timeout, a backoff chain) holds its own slot only, and the
       next requests, of this sample or the next ones, fill the others. Completed results are
       yielded together (one commit) once ``window // 2`` have gathered or the oldest has waited
-      :data:`FLUSH_S` (0.25 s), in completion order.
+      :data:`FLUSH_S` (0.25 s), in completion order. With the window full the stream sleeps until
+      ``concurrency // 4`` answers are in and refills their slots in one burst; the requests
+      queued inside the model keep its slots busy meanwhile, also while the caller commits.
     * Any other model (batched local models: ``hf``, ``hf-text``, ``vllm``, the world's zoo) is
       called with batches of ``request_batch`` requests of one method formed across samples (a
       sample's last few requests wait for the next sample's, rather than being sent short); the
@@ -697,19 +699,59 @@ def _stream_batched(
 FLUSH_S = 0.25
 
 
+class _Completions:
+    """Completed futures, handed from the model's threads (done callbacks) to the stream.
+
+    :meth:`take` waits until ``want`` have gathered (or a timeout), and :meth:`put` wakes the
+    waiter only then, so the stream wakes once per burst of answers, not once per answer: each
+    wake-up takes the GIL from the model's own threads (the HTTP client's event loop), which on
+    a busy machine slows every request in flight."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Condition(threading.Lock())
+        self._done: list[Future[ModelResponse]] = []
+        self._want = 1
+
+    def put(self, fut: Future[ModelResponse]) -> None:
+        with self._ready:
+            self._done.append(fut)
+            if len(self._done) >= self._want:
+                self._ready.notify()
+
+    def take(self, want: int = 0, timeout: float | None = None) -> list[Future[ModelResponse]]:
+        """The completed futures; with ``want``, first wait until that many have completed, at
+        most ``timeout`` seconds (``None``: no limit)."""
+        with self._ready:
+            if len(self._done) < want:
+                self._want = want
+                self._ready.wait_for(lambda: len(self._done) >= self._want, timeout)
+            out, self._done = self._done, []
+            return out
+
+
 def _stream_concurrent(
     model: ConcurrentModel, prepared: Iterable[Prepared | Answered], window: int, identity: Identity | None,
 ) -> Iterator[Answered]:
     """The concurrent stream: submit while fewer than ``window`` are outstanding; completed results
     are collected as they come and handed on together (one commit) once ``window // 2`` have
     gathered or the oldest has waited :data:`FLUSH_S` (a commit per answer would cost the run a
-    store transaction per request), and at the end."""
-    done: queue.SimpleQueue[Future[ModelResponse]] = queue.SimpleQueue()
+    store transaction per request), and at the end. A group is handed on once the freed slots are
+    refilled (the window full again, unless its oldest is overdue): while the caller commits, the
+    ``concurrency`` requests queued inside the model keep its slots busy (for a commit shorter
+    than the model's latency); handing it on first would leave the freed slots empty meanwhile.
+
+    With the window full, the stream sleeps until ``window // 8`` (``concurrency // 4``) answers
+    have completed, then refills those slots in one burst (one wake-up of the model's loop,
+    :meth:`~tempcore.models.openai_http.OpenAIChatModel.submit`): the other ``concurrency``
+    requests queued inside the model keep every slot busy meanwhile, so the model never waits
+    for the stream."""
+    done = _Completions()
     outstanding: dict[Future[ModelResponse], Prepared] = {}
     items: list[WorkItem] = []
     results: list[Prediction | Failure] = []
     oldest = 0.0
     flush_n = max(1, window // 2)
+    burst = max(1, window // 8)
 
     def take(fut: Future[ModelResponse]) -> None:
         nonlocal oldest
@@ -726,26 +768,21 @@ def _stream_concurrent(
         results.append(to_prediction(p.item, model.name, p.request, response, p.method, identity))
 
     def collect(block: bool) -> None:
-        """Take the completed results; with ``block``, first wait for one (at most until the
-        oldest collected result is due)."""
-        try:
-            if not block:
-                first = done.get_nowait()
-            elif items:
-                first = done.get(timeout=max(0.0, FLUSH_S - (time.monotonic() - oldest)))
-            else:
-                first = done.get()
-        except queue.Empty:
-            return
-        take(first)
-        while True:
-            try:
-                take(done.get_nowait())
-            except queue.Empty:
-                return
+        """Take the completed results; with ``block``, first wait for a burst of them (at most
+        until the oldest collected result is due)."""
+        if not block:
+            ready = done.take()
+        else:
+            want = min(burst, len(outstanding))
+            ready = done.take(want, max(0.0, FLUSH_S - (time.monotonic() - oldest)) if items else None)
+        for fut in ready:
+            take(fut)
+
+    def overdue() -> bool:
+        return bool(items) and time.monotonic() - oldest >= FLUSH_S
 
     def due(final: bool = False) -> bool:
-        return bool(items) and (final or len(items) >= flush_n or time.monotonic() - oldest >= FLUSH_S)
+        return bool(items) and (final or len(items) >= flush_n or overdue())
 
     def flush() -> Answered:
         out = Answered(tuple(items), tuple(results))
@@ -759,14 +796,14 @@ def _stream_concurrent(
                 yield p
                 continue
             while len(outstanding) >= window:
-                collect(block=True)
-                if due():
+                if due():  # handed on with the window full: its queue keeps the slots busy meanwhile
                     yield flush()
+                collect(block=True)
             fut = model.submit(p.request, method=p.method)
             outstanding[fut] = p
             fut.add_done_callback(done.put)
             collect(block=False)
-            if due():
+            if due() and (len(outstanding) >= window or overdue()):
                 yield flush()
         while outstanding:
             collect(block=True)
@@ -862,21 +899,39 @@ def answer_items(
     replace: set[Key] | frozenset[Key] = frozenset(),
 ) -> ModelSummary:
     """Answer ``items`` with ``model`` in this process (:func:`answer_stream`) and commit the
-    results to ``store`` as they complete.
+    results to ``store`` as they complete, on a writer thread: while one group is written, this
+    thread keeps the stream going (a concurrent model's freed slots are refilled meanwhile); the
+    next group waits until the previous one is stored, and a failed commit raises here.
 
     Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
     every other key keeps the first write (a key another writer stored meanwhile counts as
     ``discarded``, not ``done``). No-frame requests need no decoding, so a video that fails to decode
     fails only the requests that show its frames.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
     summary = summary or ModelSummary(model.name)
     shown = Progress(len(items), model.name, progress)
     started = time.perf_counter()
-    for answered in answer_stream(model, answer_units(items, max_frames_in_memory), video_root_of=video_root_of,
-                                  method=method, template=template, noframe_size=noframe_size,
-                                  request_batch=request_batch, identity=identity):
+
+    def store_group(answered: Answered) -> None:
         commit(store, run_id, answered, summary, replace)
         shown.update(answered)
+
+    # one writer thread commits a group while this thread goes on streaming (refilling the
+    # model's slots, collecting the next group); at most one group is being written at a time:
+    # the next one waits for it, so a crash loses what is in flight plus one group
+    # (on an error, leaving the ``with`` waits until the group handed over is written)
+    writing: Future[None] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tempcore-commit") as writer:
+        for answered in answer_stream(model, answer_units(items, max_frames_in_memory),
+                                      video_root_of=video_root_of, method=method, template=template,
+                                      noframe_size=noframe_size, request_batch=request_batch, identity=identity):
+            if writing is not None:
+                writing.result()  # the previous group is stored (its error raised here)
+            writing = writer.submit(store_group, answered)
+        if writing is not None:
+            writing.result()
     shown.close()
     summary.seconds += time.perf_counter() - started
     return summary

@@ -12,6 +12,7 @@ not tempcore is installed where lmms-eval runs. Keep it free of imports beyond t
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -128,6 +129,7 @@ def normalise_response(response: str) -> tuple[str, str | None]:
     return text, None
 
 
+@functools.lru_cache(maxsize=4096)  # a run parses many responses against the same option texts
 def _norm_text(s: str) -> str:
     """Lower case, punctuation to spaces, single spaces: for comparing option texts."""
     s = unicodedata.normalize("NFKC", s).translate(_QUOTES).lower()
@@ -334,8 +336,14 @@ def _strip_options(text: str, options: Sequence[str] | None) -> str:
         return text
     for opt in sorted({o.strip() for o in options}, key=len, reverse=True):
         if len(opt) > 1:
-            text = re.sub(rf"(?<!\w){re.escape(opt)}(?!\w)", " ", text, flags=re.IGNORECASE)
+            text = _whole_words(opt).sub(" ", text)
     return text
+
+
+@functools.lru_cache(maxsize=4096)
+def _whole_words(opt: str) -> re.Pattern[str]:
+    """The pattern of ``opt`` as whole words, any case (compiled once per option text)."""
+    return re.compile(rf"(?<!\w){re.escape(opt)}(?!\w)", re.IGNORECASE)
 
 
 def _marker_candidates(text: str, options: Sequence[str] | None) -> list[_Cand]:
