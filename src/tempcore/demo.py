@@ -292,6 +292,10 @@ MBA_CONDITION = "uniform"  # the binarised world is answered under this conditio
 MBA_QUESTIONS = 48  # ... and over its first questions only: each binary question decodes its frames anew
 
 
+BINARY_REPLY_TOKENS = 8
+"""New tokens of the HF answerer in the binary step (its reply: letter, then the option's text)."""
+
+
 def demo_mba(
     cfg: Any, table: Any, out: Path, *, progress: bool = True, log: Callable[[str], None] = print
 ) -> list[dict[str, Any]]:
@@ -315,6 +319,11 @@ def demo_mba(
     raw["out"] = str(out / "binary-run")
     raw["benchmarks"] = [{**dict(b), "binary": True, "limit": MBA_QUESTIONS} for b in raw["benchmarks"]]
     raw["conditions"] = [{"strategy": MBA_CONDITION}]
+    # The HF answerer reads its whole reply here: trained on four options, it often names C or D of
+    # a binary question, and then only the option text it writes after the letter says which option
+    # it chose (its first token alone, as in the main run, would be a parse failure).
+    raw["models"] = [{**dict(m), "max_new_tokens": BINARY_REPLY_TOKENS} if m.get("backend") == "hf" else m
+                     for m in raw["models"]]
     bcfg = RunConfig.from_dict(raw, source="tempcore demo (binary)")
     log(f"binarised world: {MBA_CONDITION} only, into {out / 'binary-run'}")
     summary = run(bcfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
