@@ -96,10 +96,12 @@ def hf_path(zoo_dir: str | Path | None = None) -> Path:
 def hf_spec(zoo_dir: str | Path | None = None, **overrides: Any) -> ModelSpec:
     """The :class:`ModelSpec` that loads the HF answerer through the ``hf`` backend (float32).
 
-    ``max_new_tokens=1``: the answer is the reply's first token, the option letter (the model
-    was trained to reply "B. <option text>"); the rest of the reply was never read. Measured on a
+    ``max_new_tokens=1``: on the world's four-option questions the answer is the reply's first
+    token, the option letter (the model was trained to reply "B. <option text>"). Measured on a
     40-question world under every demo condition: the same 880 answers as with 8 new tokens, and
-    one forward pass per batch instead of about 6.5 (the HF answerer was half of the demo's time)."""
+    one forward pass per batch instead of about 6.5 (the HF answerer was half of the demo's time).
+    Where the letter does not decide (two-option binary questions, which it answers with C or D
+    too), ask for the whole reply (``max_new_tokens=8``: :data:`tempcore.demo.BINARY_REPLY_TOKENS`)."""
     fields: dict[str, Any] = dict(
         backend="hf", model=str(hf_path(zoo_dir)), name=HF_NAME, dtype="float32", max_new_tokens=1, batch_size=16
     )
