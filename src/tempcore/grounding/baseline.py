@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tempcore.diagnostics.grounding import GroundingError
-from tempcore.grounding.crops import _fps_of  # the track's frame rate: one definition
+from tempcore.grounding.crops import _fps_of, score_track  # one definition of a score track and its rate
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
 
 if TYPE_CHECKING:
@@ -70,12 +69,7 @@ def track_window(
     ``fps`` defaults to the track's median frame rate."""
     from tempcore.grounding.retrieval import retrieval_windows
 
-    t = np.asarray(timestamps, dtype=np.float64)
-    s = np.asarray(scores, dtype=np.float64)
-    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
-        raise GroundingError(f"retrieval: need one score per frame, got {s.shape} scores for {t.shape} frames")
-    order = np.argsort(t, kind="stable")
-    t, s = t[order], s[order]
+    t, s = score_track(timestamps, scores, "retrieval")
     rate = _fps_of(t) if fps is None else float(fps)
     w = retrieval_windows(s, fps=rate, t0=float(t[0]), beta=beta, smooth_frames=int(smooth_frames),
                           min_len=min_len, max_len=max_len, durations=float(t[-1]) + 1.0 / rate, floor=floor)

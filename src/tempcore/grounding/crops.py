@@ -88,6 +88,17 @@ def _check(params: Mapping[str, Any], known: Mapping[str, Any], name: str) -> di
     return {**known, **params}
 
 
+def score_track(timestamps: Any, scores: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """One frame-score track as float arrays sorted by time (stable), checked: one score per frame,
+    at least one frame (else a :class:`GroundingError` naming ``what``)."""
+    t = np.asarray(timestamps, dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
+        raise GroundingError(f"{what}: need one score per frame, got {s.shape} scores for {t.shape} frames")
+    order = np.argsort(t, kind="stable")
+    return t[order], s[order]
+
+
 def _fps_of(t: np.ndarray) -> float:
     if t.shape[0] < 2:
         return 1.0
@@ -108,12 +119,7 @@ def candidate_spans(
     their median rate), as sorted disjoint spans inside ``[t_first, t_last + 1/fps]``."""
     from tempcore.grounding.retrieval import candidate_windows, merge_windows
 
-    t = np.asarray(timestamps, dtype=np.float64)
-    s = np.asarray(scores, dtype=np.float64)
-    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
-        raise GroundingError(f"retrieve_ground: need one score per frame, got {s.shape} scores for {t.shape} frames")
-    order = np.argsort(t, kind="stable")
-    t, s = t[order], s[order]
+    t, s = score_track(timestamps, scores, "retrieve_ground")
     fps = _fps_of(t)
     c = candidate_windows(s, k=k, fps=fps, t0=float(t[0]), nms_s=nms_s, pad_s=pad_s,
                           smooth_frames=int(smooth_frames), durations=float(t[-1]) + 1.0 / fps)
