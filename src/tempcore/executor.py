@@ -1105,7 +1105,8 @@ class LocalExecutor:
     its kernels; set torch's threads so that N x threads fits the cores), or several served
     models (their requests wait on the network). When a thread fails, the others stop after their
     current group (committed), no further chunk is started, and the first error is raised; an
-    interrupt stops them the same way."""
+    interrupt stops them the same way. The runner hands an early-stopped oracle's waves over one
+    model at a time (each model kept loaded across its waves), so those go one after the other."""
 
     name = "local"
 
