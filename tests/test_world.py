@@ -205,6 +205,25 @@ def test_a_scene_encodes_to_the_same_bytes_every_time(tmp_path):
     assert len(digests) == 1, digests
 
 
+def test_videos_written_at_once_are_the_same_bytes_as_one_at_a_time(tmp_path):
+    """write_world writes two videos at once (threads, each x264 single-threaded): the files, and the
+    order the progress callback reports, are those of writing them one after the other."""
+    import hashlib
+
+    from tempcore.world.generator import write_world
+
+    world = plan_world(12, seed=5)
+    seen: dict[int, list[int]] = {1: [], 2: []}
+    digests = {}
+    for writers in (1, 2):
+        root = write_world(world, tmp_path / f"w{writers}", writers=writers,
+                           progress=lambda done, _total, w=writers: seen[w].append(done)).root
+        digests[writers] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                            for p in sorted((root / "videos").glob("*.mp4"))}
+    assert len(digests[1]) == len(world.scenes) and digests[2] == digests[1]
+    assert seen[1] == seen[2] == list(range(1, len(world.scenes) + 1))
+
+
 def test_annotations_load_as_generic_benchmark(small_world):
     result = load_benchmark("generic", small_world.annotations, video_root=small_world.root)
     assert not result.invalid and not result.skipped

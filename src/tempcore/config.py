@@ -163,6 +163,9 @@ class RunConfig:
 
     ``executor``: ``local`` (default: this process) or ``ray`` (:mod:`tempcore.ray_executor`), with
     the ``ray`` mapping (:class:`tempcore.ray_executor.RayOptions`: address, actors per model, ...).
+    ``parallel_models``: how many models the local executor answers at once (default 1: one after
+    the other; N: N models loaded and answering together, see
+    :class:`tempcore.executor.LocalExecutor`); the Ray executor's own is ``ray.concurrent_models``.
     """
 
     out: str
@@ -179,6 +182,7 @@ class RunConfig:
     noframe_size: int = 384
     max_frames_in_memory: int = 512
     request_batch: int = 32
+    parallel_models: int = 1
     tau: float = 0.15
     lam: float = 0.5
     damaged_videos: str = "answer"
@@ -234,6 +238,12 @@ class RunConfig:
         if data.get("damaged_videos", "answer") not in ("answer", "skip"):
             raise ConfigError(f"{source}: damaged_videos must be answer or skip, not {data['damaged_videos']!r}")
         _check_executor(source, data)
+        parallel = data.get("parallel_models", 1)
+        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+            raise ConfigError(f"{source}: parallel_models must be an integer >= 1, not {parallel!r}")
+        if parallel > 1 and data.get("executor", "local") != "local":
+            raise ConfigError(f"{source}: parallel_models is the local executor's; with executor "
+                              f"{data['executor']!r} use ray.concurrent_models")
         try:
             cfg = cls(
                 benchmarks=tuple(benchmarks), conditions=tuple(conditions), models=tuple(models),

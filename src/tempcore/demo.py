@@ -34,6 +34,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,9 @@ def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, c
     from tempcore.world.answerers.model import zoo_specs
 
     rotated = {"rotations": "all"}
+    # The models answer side by side, one per core (parallel_models: threads share the models'
+    # chunks until the last is done; a model's answers are the same as one after the other).
+    models = [spec.to_dict() for spec in zoo_specs()]
     return RunConfig.from_dict({
         "out": str(out / "run"),
         "encoder": WORLD_ENCODER,
@@ -62,7 +66,7 @@ def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, c
         "seed": 0,
         "benchmarks": [{"name": "generic", "annotations": str(world.annotations), "video_root": str(world.root),
                         "options": {"benchmark_name": BENCHMARK_NAME}}],
-        "models": [spec.to_dict() for spec in zoo_specs()],
+        "models": models,
         "conditions": [
             {"strategy": "maxprob", "mode": "qa", **rotated},
             {"strategy": "minprob", "mode": "qa", **rotated},
@@ -73,6 +77,7 @@ def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, c
         ],
         "noframe_size": 48,
         "request_batch": 64,
+        "parallel_models": max(1, min(len(models), os.cpu_count() or 1)),
     }, source="tempcore demo")
 
 

@@ -26,7 +26,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tempcore.errors import TempcoreError
-from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_units, damage_of
+from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_chunks, answer_units, damage_of
 from tempcore.records import Condition, Failure, Prediction, Sample
 
 if TYPE_CHECKING:
@@ -149,6 +149,9 @@ class AnswerSettings:
     noframe_size: int = 384
     max_frames_in_memory: int = 512
     request_batch: int = 32
+    #: models the local executor answers at once (``parallel_models``; the Ray executor has its own
+    #: ``concurrent_models``)
+    parallel_models: int = 1
 
 
 class EncoderIdentity(Protocol):
@@ -605,6 +608,7 @@ def answer_stream(
     request_batch: int = 32,
     identity: Identity | None = None,
     decoders: int | None = None,
+    flush_after: Container[int] = (),
 ) -> Iterator[Answered]:
     """Answer the items of ``units`` as one bounded stream of requests across samples and
     conditions, yielding results as they complete (so the caller commits them as they come).
@@ -621,7 +625,8 @@ def answer_stream(
       called with batches of ``request_batch`` requests of one method formed across samples (a
       sample's last few requests wait for the next sample's, rather than being sent short); the
       model splits a call into its own ``batch_size``. The last partial batch of each method is
-      sent at the end.
+      sent at the end, and after each unit whose index is in ``flush_after`` (the ends of a job's
+      chunks, :func:`tempcore.planning.answer_chunks`: no batch spans two chunks).
 
     Frames are decoded one unit at a time (:func:`prepare_unit`), ahead of the answers, and each
     request keeps only the frames it shows, so at most ``request_batch`` (batched) or the window
@@ -635,7 +640,13 @@ def answer_stream(
         return list(prepare_unit(model.name, unit, video_root=video_root_of.get(unit[0].sample.benchmark),
                                  method=method, template=template, noframe_size=noframe_size))
 
-    prepared = (p for ready in _ahead(prepare, units, decoders or default_decoders()) for p in ready)
+    def marked() -> Iterator[Prepared | Answered | object]:
+        for i, ready in enumerate(_ahead(prepare, units, decoders or default_decoders())):
+            yield from ready
+            if i in flush_after:
+                yield _CHUNK_END
+
+    prepared = marked()
     window = stream_window(model)
     if window is None:
         yield from _stream_batched(model, prepared, max(request_batch, 1), identity)
@@ -677,13 +688,24 @@ def _ahead(
         pool.shutdown(wait=True)
 
 
+_CHUNK_END = object()
+"""In a stream of prepared requests: a chunk of the job ended (a batched stream sends its partial
+batches; a concurrent one ignores it)."""
+
+
 def _stream_batched(
-    model: Model, prepared: Iterable[Prepared | Answered], size: int, identity: Identity | None,
+    model: Model, prepared: Iterable[Prepared | Answered | object], size: int, identity: Identity | None,
 ) -> Iterator[Answered]:
     pending: dict[str, list[Prepared]] = {}
     for p in prepared:
         if isinstance(p, Answered):
             yield p
+            continue
+        if not isinstance(p, Prepared):  # _CHUNK_END
+            for group in pending.values():
+                if group:
+                    yield _ask(model, group, identity)
+            pending = {}
             continue
         group = pending.setdefault(p.method, [])
         group.append(p)
@@ -730,7 +752,8 @@ class _Completions:
 
 
 def _stream_concurrent(
-    model: ConcurrentModel, prepared: Iterable[Prepared | Answered], window: int, identity: Identity | None,
+    model: ConcurrentModel, prepared: Iterable[Prepared | Answered | object], window: int,
+    identity: Identity | None,
 ) -> Iterator[Answered]:
     """The concurrent stream: submit while fewer than ``window`` are outstanding; completed results
     are collected as they come and handed on together (one commit) once ``window // 2`` have
@@ -794,6 +817,8 @@ def _stream_concurrent(
         for p in prepared:
             if isinstance(p, Answered):
                 yield p
+                continue
+            if not isinstance(p, Prepared):  # _CHUNK_END: concurrent requests share no batch
                 continue
             while len(outstanding) >= window:
                 if due():  # handed on with the window full: its queue keeps the slots busy meanwhile
@@ -897,44 +922,67 @@ def answer_items(
     summary: ModelSummary | None = None,
     identity: Identity | None = None,
     replace: set[Key] | frozenset[Key] = frozenset(),
+    stop: threading.Event | None = None,
 ) -> ModelSummary:
     """Answer ``items`` with ``model`` in this process (:func:`answer_stream`) and commit the
     results to ``store`` as they complete, on a writer thread: while one group is written, this
     thread keeps the stream going (a concurrent model's freed slots are refilled meanwhile); the
     next group waits until the previous one is stored, and a failed commit raises here.
 
+    A batched model's batches are formed within the job's chunks
+    (:func:`tempcore.planning.answer_chunks`), as when several threads share the job
+    (``parallel_models``), so its answers are the same either way.
+
+    ``stop``: once set (another model of the run failed, or the run was interrupted), the stream
+    stops after the group in hand is committed; what was answered before stays stored.
+
     Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
     every other key keeps the first write (a key another writer stored meanwhile counts as
     ``discarded``, not ``done``). No-frame requests need no decoding, so a video that fails to decode
     fails only the requests that show its frames.
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     summary = summary or ModelSummary(model.name)
     shown = Progress(len(items), model.name, progress)
     started = time.perf_counter()
+    chunks = answer_chunks(answer_units(items, max_frames_in_memory), request_batch)
+    ends, n = set(), 0
+    for chunk in chunks:
+        n += len(chunk)
+        ends.add(n - 1)
+    units = [unit for chunk in chunks for unit in chunk]
 
     def store_group(answered: Answered) -> None:
         commit(store, run_id, answered, summary, replace)
         shown.update(answered)
 
-    # one writer thread commits a group while this thread goes on streaming (refilling the
-    # model's slots, collecting the next group); at most one group is being written at a time:
-    # the next one waits for it, so a crash loses what is in flight plus one group
-    # (on an error, leaving the ``with`` waits until the group handed over is written)
-    writing: Future[None] | None = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tempcore-commit") as writer:
-        for answered in answer_stream(model, answer_units(items, max_frames_in_memory),
-                                      video_root_of=video_root_of, method=method, template=template,
-                                      noframe_size=noframe_size, request_batch=request_batch, identity=identity):
-            if writing is not None:
-                writing.result()  # the previous group is stored (its error raised here)
-            writing = writer.submit(store_group, answered)
-        if writing is not None:
-            writing.result()
+    _stream_to_store(answer_stream(model, units, video_root_of=video_root_of, method=method, template=template,
+                                   noframe_size=noframe_size, request_batch=request_batch, identity=identity,
+                                   flush_after=ends), store_group, stop)
     shown.close()
     summary.seconds += time.perf_counter() - started
     return summary
+
+
+def _stream_to_store(
+    stream: Iterator[Answered], store_group: Callable[[Answered], None], stop: threading.Event | None,
+) -> None:
+    """``store_group`` each group of ``stream`` on one writer thread, while this thread goes on
+    streaming (refilling the model's slots, collecting the next group); at most one group is being
+    written at a time: the next one waits for it, so a crash loses what is in flight plus one
+    group (on an error, leaving the ``with`` waits until the group handed over is written).
+    A set ``stop`` ends the stream after the group in hand."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    writing: Future[None] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tempcore-commit") as writer:
+        for answered in stream:
+            if writing is not None:
+                writing.result()  # the previous group is stored (its error raised here)
+            writing = writer.submit(store_group, answered)
+            if stop is not None and stop.is_set():
+                break
+        if writing is not None:
+            writing.result()
 
 
 def load_quietly(factory: ModelFactory, spec: ModelSpec, progress: bool) -> Model:
@@ -949,11 +997,116 @@ def load_quietly(factory: ModelFactory, spec: ModelSpec, progress: bool) -> Mode
         return factory(spec)
 
 
-class LocalExecutor:
-    """The in-process executor: scores frames with one encoder, answers one model after the other.
+class _SharedJob:
+    """One model's job while several threads answer (:meth:`LocalExecutor.answer` with
+    ``parallel_models``): its chunks (known once its first thread has loaded the model: a
+    concurrent model's job is one chunk, taken by one thread), the next chunk to hand out, the
+    chunks in work, its progress bar; ``lock`` guards its summary and bar (two threads commit)."""
 
-    Each model is loaded once (``factory``), answers its job, and is closed before the next one is
-    loaded, so one model's weights are in memory at a time."""
+    def __init__(self, job: ModelJob) -> None:
+        self.job = job
+        self.chunks: list[list[Sequence[WorkItem]]] | None = None
+        self.next = 0
+        self.working = 0
+        self.shown: Progress | None = None
+        self.started = 0.0
+        self.lock = threading.Lock()
+
+    def left(self) -> int:
+        return 0 if self.chunks is None else len(self.chunks) - self.next
+
+
+class _Scheduler:
+    """Hands out (job, chunk) to the answering threads. A thread keeps to the model it holds while
+    that job has chunks left; then it starts a job nobody has started (in job order); then it
+    joins the started job with the most chunks left (loading its own copy of that model), so the
+    threads finish together instead of one waiting on the slowest model. A job's chunks are known
+    once its first thread has loaded the model: meanwhile a thread with nothing else to do waits."""
+
+    def __init__(self, jobs: Sequence[ModelJob]) -> None:
+        self.jobs = [_SharedJob(job) for job in jobs]
+        self.ready = threading.Condition(threading.Lock())
+        self.unstarted = list(self.jobs)
+        self.stopped = False
+
+    def take(self, held: _SharedJob | None) -> tuple[_SharedJob, int | None] | None:
+        """The next (job, chunk index); chunk ``None``: a job to start (the caller loads its model,
+        then calls :meth:`start`); ``None``: nothing left (or :meth:`stop` was called)."""
+        with self.ready:
+            while not self.stopped:
+                if held is not None and held.left():
+                    return held, self._hand(held)
+                if self.unstarted:
+                    return self.unstarted.pop(0), None
+                best = max((j for j in self.jobs if j.left()), key=lambda j: j.left(), default=None)
+                if best is not None:
+                    return best, self._hand(best)
+                if all(j.chunks is not None for j in self.jobs):
+                    return None
+                self.ready.wait()  # a job is being started: its chunks may be joined
+            return None
+
+    def start(self, shared: _SharedJob, chunks: list[list[Sequence[WorkItem]]]) -> int | None:
+        with self.ready:
+            shared.chunks = chunks
+            self.ready.notify_all()
+            return self._hand(shared) if chunks else None
+
+    def stop(self) -> None:
+        """No more chunks for anyone (a thread failed, or the run was interrupted)."""
+        with self.ready:
+            self.stopped = True
+            self.ready.notify_all()
+
+    def _hand(self, shared: _SharedJob) -> int:
+        shared.next += 1
+        shared.working += 1
+        return shared.next - 1
+
+    def finish(self, shared: _SharedJob) -> bool:
+        """One chunk of ``shared`` done; whether it was the job's last."""
+        with self.ready:
+            shared.working -= 1
+            return shared.working == 0 and not shared.left()
+
+
+def _answer_job(
+    job: ModelJob, store: RunStore, run_id: str, *, factory: ModelFactory, settings: AnswerSettings,
+    log: Callable[[str], None], progress: bool,
+) -> None:
+    """Load ``job``'s model, answer its items (:func:`answer_items`) and close the model."""
+    log(job.describe())
+    model = load_quietly(factory, job.spec, progress)
+    try:
+        answer_items(model, job.items, store, run_id, video_root_of=settings.video_root_of,
+                     method=job.method, template=job.template, noframe_size=settings.noframe_size,
+                     max_frames_in_memory=settings.max_frames_in_memory,
+                     request_batch=settings.request_batch, progress=progress, summary=job.summary,
+                     identity=job.identity, replace=job.replace)
+    finally:
+        model.close()
+
+
+class LocalExecutor:
+    """The in-process executor: scores frames with one encoder, then answers the models' jobs.
+
+    By default one model after the other: each model is loaded once (``factory``), answers its job,
+    and is closed before the next one is loaded, so one model's weights are in memory at a time.
+
+    With ``parallel_models: N`` (:class:`AnswerSettings`), N threads answer: each holds one model
+    (so up to N models' weights are in memory) and answers chunks of its job
+    (:func:`tempcore.planning.answer_chunks`); a thread whose job is done starts the next job
+    nobody has started, and at the end joins the job with the most chunks left with a copy of its
+    own (:class:`_Scheduler`), so the threads finish together. A batched model's batches are
+    formed within chunks either way, so a model's answers are the same whatever N; a concurrent
+    (served) model's job is one chunk, kept by one thread. Models are loaded one at a time (a
+    lock: transformers patches global initialisers while it loads). Where it pays: several small
+    local models on a CPU with more cores than one model keeps busy (torch releases the GIL in
+    its kernels; set torch's threads so that N x threads fits the cores), or several served
+    models (their requests wait on the network). When a thread fails, the others stop after their
+    current group (committed), no further chunk is started, and the first error is raised; an
+    interrupt stops them the same way. The runner hands an early-stopped oracle's waves over one
+    model at a time (each model kept loaded across its waves), so those go one after the other."""
 
     name = "local"
 
@@ -1006,17 +1159,96 @@ class LocalExecutor:
         self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
         settings: AnswerSettings, log: Callable[[str], None], progress: bool,
     ) -> None:
-        for job in jobs:
-            log(job.describe())
-            model = load_quietly(factory, job.spec, progress)
+        workers = min(max(1, settings.parallel_models), len(jobs))
+        if workers <= 1:
+            for job in jobs:
+                _answer_job(job, store, run_id, factory=factory, settings=settings, log=log, progress=progress)
+            return
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+
+        scheduler = _Scheduler(jobs)
+        stop = threading.Event()
+        loading = threading.Lock()
+        decoders = max(1, default_decoders() // workers)
+
+        def work() -> None:
+            held: _SharedJob | None = None
+            model: Model | None = None
             try:
-                answer_items(model, job.items, store, run_id, video_root_of=settings.video_root_of,
-                             method=job.method, template=job.template, noframe_size=settings.noframe_size,
-                             max_frames_in_memory=settings.max_frames_in_memory,
-                             request_batch=settings.request_batch, progress=progress, summary=job.summary,
-                             identity=job.identity, replace=job.replace)
+                while not stop.is_set():
+                    task = scheduler.take(held)
+                    if task is None:
+                        return
+                    shared, index = task
+                    if shared is not held:
+                        if model is not None:
+                            model.close()
+                            model = None
+                        held = shared
+                        with loading:
+                            if index is None:
+                                log(shared.job.describe())
+                            model = load_quietly(factory, shared.job.spec, progress)
+                    assert model is not None
+                    if index is None:
+                        units: list[Sequence[WorkItem]] = list(
+                            answer_units(shared.job.items, settings.max_frames_in_memory))
+                        chunks = ([units] if stream_window(model) is not None
+                                  else answer_chunks(units, settings.request_batch))
+                        shared.shown = Progress(len(shared.job.items), model.name, progress)
+                        shared.started = time.perf_counter()
+                        index = scheduler.start(shared, chunks)
+                        if index is None:
+                            self._finish(shared)
+                            continue
+                    self._answer_chunk(model, shared, index, store, run_id, settings, decoders, stop)
+                    if scheduler.finish(shared):
+                        self._finish(shared)
+            except BaseException:
+                stop.set()
+                scheduler.stop()  # wakes a thread waiting for the chunks of a job this one was starting
+                raise
             finally:
-                model.close()
+                if model is not None:
+                    model.close()
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tempcore-model") as pool:
+            futures = [pool.submit(work) for _ in range(workers)]
+            try:
+                wait(futures, return_when=FIRST_EXCEPTION)
+            finally:  # an error in one thread, or an interrupt here: stop the others, then wait for them
+                if not all(f.done() and f.exception() is None for f in futures):
+                    stop.set()
+                    scheduler.stop()
+        errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            raise errors[0]  # type: ignore[misc]
+
+    @staticmethod
+    def _answer_chunk(
+        model: Model, shared: _SharedJob, index: int, store: RunStore, run_id: str, settings: AnswerSettings,
+        decoders: int, stop: threading.Event,
+    ) -> None:
+        job = shared.job
+        assert shared.chunks is not None and shared.shown is not None
+        shown = shared.shown
+
+        def store_group(answered: Answered) -> None:
+            with shared.lock:
+                commit(store, run_id, answered, job.summary, job.replace)
+                shown.update(answered)
+
+        _stream_to_store(answer_stream(model, shared.chunks[index], video_root_of=settings.video_root_of,
+                                       method=job.method, template=job.template,
+                                       noframe_size=settings.noframe_size, request_batch=settings.request_batch,
+                                       identity=job.identity, decoders=decoders), store_group, stop)
+
+    @staticmethod
+    def _finish(shared: _SharedJob) -> None:
+        with shared.lock:
+            if shared.shown is not None:
+                shared.shown.close()
+            shared.job.summary.seconds += time.perf_counter() - shared.started
 
     def close(self) -> None:
         """Drop the kept frames (the encoder belongs to the caller or to this run's process)."""

@@ -44,6 +44,7 @@ __all__ = [
     "Timeline",
     "Timelines",
     "WorkItem",
+    "answer_chunks",
     "answer_units",
     "chunks_by_frames",
     "damage_of",
@@ -276,6 +277,35 @@ def answer_units(items: Sequence[WorkItem], max_frames_in_memory: int) -> list[l
     for it in items:
         by_sample.setdefault((it.sample.benchmark, it.sample.sample_id), []).append(it)
     return [chunk for group in by_sample.values() for chunk in chunks_by_frames(group, max_frames_in_memory)]
+
+
+CHUNK_BATCHES = 8
+"""A batched model's job is answered in chunks of whole units of at least this many times
+``request_batch`` requests (:func:`answer_chunks`)."""
+
+
+def answer_chunks(units: Sequence[Sequence[WorkItem]], request_batch: int) -> list[list[Sequence[WorkItem]]]:
+    """``units`` (:func:`answer_units`) cut into chunks: consecutive units, a chunk closed once it
+    holds at least :data:`CHUNK_BATCHES` x ``request_batch`` items (the last one may hold fewer).
+
+    A batched model's requests are put into batches within a chunk, never across two, whoever
+    answers it: so the local executor can hand a job's chunks to several threads
+    (``parallel_models``) and every batch, and so every answer, is the same as when one thread
+    answers the job (a model's scores depend, at the last bits, on what shares their batch). The
+    cost is at most one partial batch per chunk."""
+    size = CHUNK_BATCHES * max(1, request_batch)
+    chunks: list[list[Sequence[WorkItem]]] = []
+    current: list[Sequence[WorkItem]] = []
+    n = 0
+    for unit in units:
+        current.append(unit)
+        n += len(unit)
+        if n >= size:
+            chunks.append(current)
+            current, n = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
 
 
 # --- the early-stopped oracle -----------------------------------------------------------------

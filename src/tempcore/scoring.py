@@ -23,7 +23,9 @@ Frames
     embeddings are computed once per video x segment x fps x encoder and kept in an
     :class:`EmbeddingCache`, so samples that share a video, both text modes and reruns only encode
     text. Decoding (and the encoder's CPU preprocessing) run in background threads, bounded queues of
-    two batches between stages, while the encoder runs on the current batch.
+    two batches between stages, while the encoder runs on the current batch; for small frames (at
+    most :data:`tempcore.video.SMALL_FRAME_PIXELS`) the stages run one after the other in the
+    calling thread instead (see :func:`frame_embeddings`).
 """
 
 from __future__ import annotations
@@ -317,6 +319,19 @@ def _background(
         thread.join()
 
 
+def _inline(items: Iterable[Any], fn: Callable[[Any], Any] | None = None) -> Iterator[Any]:
+    """:func:`_background`'s stage in the calling thread: ``items`` (with ``fn`` applied) as they
+    come; closing it closes ``items``."""
+    it = iter(items)
+    try:
+        for item in it:
+            yield fn(item) if fn is not None else item
+    finally:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
+
+
 def _resolve_path(sample: Sample, video_root: str | os.PathLike[str] | None) -> Path:
     from tempcore.benchmarks.videos import resolve_video
 
@@ -389,7 +404,7 @@ def frame_embeddings(
     e.g. to keep the frames answering will show (:mod:`tempcore.framestore`).
     Raises the decoder's named :class:`~tempcore.video.VideoError` s, or :class:`NoFramesError`.
     """
-    from tempcore.video import DEFAULT_FOLDER_FPS, VideoNotFoundError, VideoReader
+    from tempcore.video import DEFAULT_FOLDER_FPS, SMALL_FRAME_PIXELS, VideoNotFoundError, VideoReader
 
     if isinstance(sample_or_path, Sample):
         sample = sample_or_path
@@ -440,13 +455,18 @@ def frame_embeddings(
         folder_fps=folder_fps if folder_fps is not None else DEFAULT_FOLDER_FPS,
     )
     prepare = encoder.prepare_images if isinstance(encoder, SupportsPreparedImages) else None
-    batches: Iterator[Any] = _background(reader)
+    # Small frames: the stages in this thread. Per frame they are mostly Python (the decoder's
+    # loop, the image processor), so stage threads spend their time waiting for each other's GIL:
+    # on the world's 48 x 48 videos (40 videos, 2-core machine) 4.7-4.9 s inline vs 5.2-5.8 s with
+    # the two stage threads (benchmarks/decode_threads.py --scoring).
+    stage = _inline if 0 < reader.frame_pixels <= SMALL_FRAME_PIXELS else _background
+    batches: Iterator[Any] = stage(reader)
     if prepare is not None:
         def prepared(b: Any) -> tuple[Any, Any]:
             with profiling.section("prepare images"):
                 return b, prepare(b.frames)
 
-        batches = _background(batches, prepared)
+        batches = stage(batches, prepared)
     embs, times, idxs = [], [], []
     try:
         for item in batches:

@@ -96,6 +96,15 @@ __all__ = [
 
 DEFAULT_FPS = 10.0
 DEFAULT_FOLDER_FPS = 3.0
+SMALL_FRAME_PIXELS = 320 * 240
+"""With ``threads=0`` (automatic), a video whose frames have at most this many pixels is decoded
+and converted to RGB single-threaded: for small frames FFmpeg's frame threading and swscale's
+thread pool cost more per frame than they save.
+Measured with :class:`VideoReader` on 5 s H.264 clips at 30 fps read at 10 fps, 2-core machine,
+automatic threading vs one thread: 48 x 48 15.3 vs 6.9 ms, 96 x 96 16.1 vs 9.5 ms, 160 x 120 22.8
+vs 14.7 ms, 320 x 240 40.9 vs 38.2 ms, 640 x 360 99 vs 83 ms, 1280 x 720 333 vs 329 ms
+(``benchmarks/decode_threads.py``). Above the bound FFmpeg's choice stands: on more cores
+and larger frames threading pays. Threading never changes the decoded pixels."""
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 _HEADER_DURATION_FORMATS = ("mov", "mp4", "matroska", "webm", "avi")
 _LOOKAHEAD = 24  # packets read ahead to bound the next presentation time
@@ -395,6 +404,8 @@ class _AVSource(_Source):
             )
         vstream = video[self._stream_number]
         cc = vstream.codec_context
+        if self._threads == 0 and 0 < (cc.width or 0) * (cc.height or 0) <= SMALL_FRAME_PIXELS:
+            self._threads = 1  # decoding and conversion (see SMALL_FRAME_PIXELS)
         if self._threads != 1:
             cc.thread_type = "AUTO"
         cc.thread_count = self._threads
@@ -552,7 +563,8 @@ class _AVSource(_Source):
     def to_rgb(self, handle: Any, width: int, height: int) -> np.ndarray:
         # One reformatter per pass keeps one swscale context (``frame.to_ndarray(width=...)`` builds a
         # new context, and a new thread pool, for every frame). Its threads follow ``threads``
-        # (0 = automatic), so on many cores the conversion does not become the serial bottleneck.
+        # (0 = automatic, 1 for small frames), so on many cores the conversion does not become the
+        # serial bottleneck.
         # The result is a view that keeps its frame alive.
         turns = self.quarter_turns(handle)
         if turns % 2:
@@ -911,7 +923,8 @@ class VideoReader:
     :class:`EmptyVideoError` / :class:`CorruptVideoError` (when a pass yields no frame).
 
     ``size`` = (width, height) resizes during conversion. ``threads`` = decoding and RGB-conversion
-    threads (0 = FFmpeg's automatic choice, frame + slice threading; 1 = single-threaded, e.g. when
+    threads (0 = automatic: FFmpeg's choice, frame + slice threading, except single-threaded for
+    frames of at most :data:`SMALL_FRAME_PIXELS`; 1 = single-threaded, e.g. when
     many readers run in parallel). ``media`` = "video" | "gif" | "frames" (auto-detected from the
     path); ``folder_fps`` = rate of a frame folder's images; ``autorotate`` = show frames upright
     (display-matrix rotation / EXIF orientation).
@@ -960,7 +973,11 @@ class VideoReader:
         self.duration: float | None = None
         self.decoded_frames: int | None = None
         # open once now so a missing / streamless / unreadable file fails here, not mid-pipeline
-        _open_source(self.path, stream, self.media, threads, folder_fps, autorotate).close()
+        source = _open_source(self.path, stream, self.media, threads, folder_fps, autorotate)
+        #: pixels of one output frame (``size``, else the stream's coded size; 0 when not known
+        #: before decoding, as for a frame folder)
+        self.frame_pixels = size[0] * size[1] if size is not None else source.width * source.height
+        source.close()
 
     @classmethod
     def for_sample(

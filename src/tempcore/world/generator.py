@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -623,19 +624,33 @@ def generate_world(
     return write_world(world, out_dir, progress=progress)
 
 
+VIDEO_WRITERS = 2
+"""Videos a world writes at once (threads; each x264 encoder single-threaded, so the files are the
+same bytes as written one at a time, tested). Rendering is numpy, encoding is libx264 without the
+GIL, so two writers use two cores: 8.6 s -> 5.x s for the demo's 150 videos on 2 cores."""
+
+
 def write_world(world: World, out_dir: str | Path, *,
-                progress: Callable[[int, int], None] | None = None) -> WorldManifest:
-    """Write a planned world into ``out_dir`` (see :func:`generate_world`)."""
+                progress: Callable[[int, int], None] | None = None, writers: int | None = None) -> WorldManifest:
+    """Write a planned world into ``out_dir`` (see :func:`generate_world`); ``writers``: videos
+    written at once (default :data:`VIDEO_WRITERS`, at most the machine's cores)."""
+    from concurrent.futures import ThreadPoolExecutor
+
     root = Path(out_dir)
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise WorldError(f"{root}: cannot create the world folder: {exc}") from exc
     total = len(world.scenes)
-    for i, scene in enumerate(world.scenes):
-        write_scene_video(scene, root / VIDEO_DIR / f"{scene.video_id}.mp4", crf=world.config.crf)
-        if progress is not None:
-            progress(i + 1, total)
+    n = max(1, min(writers or VIDEO_WRITERS, os.cpu_count() or 1, total or 1))
+
+    def write(scene: Scene) -> Path:
+        return write_scene_video(scene, root / VIDEO_DIR / f"{scene.video_id}.mp4", crf=world.config.crf)
+
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="tempcore-world") as pool:
+        for i, _path in enumerate(pool.map(write, world.scenes)):
+            if progress is not None:
+                progress(i + 1, total)
     annotations = write_annotations(root / ANNOTATIONS_FILE, world.rows())
     from tempcore.world.grounding import write_grounding
 
