@@ -922,7 +922,6 @@ def answer_items(
     summary: ModelSummary | None = None,
     identity: Identity | None = None,
     replace: set[Key] | frozenset[Key] = frozenset(),
-    stop: threading.Event | None = None,
 ) -> ModelSummary:
     """Answer ``items`` with ``model`` in this process (:func:`answer_stream`) and commit the
     results to ``store`` as they complete, on a writer thread: while one group is written, this
@@ -932,9 +931,6 @@ def answer_items(
     A batched model's batches are formed within the job's chunks
     (:func:`tempcore.planning.answer_chunks`), as when several threads share the job
     (``parallel_models``), so its answers are the same either way.
-
-    ``stop``: once set (another model of the run failed, or the run was interrupted), the stream
-    stops after the group in hand is committed; what was answered before stays stored.
 
     Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
     every other key keeps the first write (a key another writer stored meanwhile counts as
@@ -957,7 +953,7 @@ def answer_items(
 
     _stream_to_store(answer_stream(model, units, video_root_of=video_root_of, method=method, template=template,
                                    noframe_size=noframe_size, request_batch=request_batch, identity=identity,
-                                   flush_after=ends), store_group, stop)
+                                   flush_after=ends), store_group, None)
     shown.close()
     summary.seconds += time.perf_counter() - started
     return summary
@@ -1027,13 +1023,14 @@ class _Scheduler:
         self.jobs = [_SharedJob(job) for job in jobs]
         self.ready = threading.Condition(threading.Lock())
         self.unstarted = list(self.jobs)
-        self.stopped = False
+        #: set by :meth:`stop`; the answering threads' streams stop after their current group
+        self.stopped = threading.Event()
 
     def take(self, held: _SharedJob | None) -> tuple[_SharedJob, int | None] | None:
         """The next (job, chunk index); chunk ``None``: a job to start (the caller loads its model,
         then calls :meth:`start`); ``None``: nothing left (or :meth:`stop` was called)."""
         with self.ready:
-            while not self.stopped:
+            while not self.stopped.is_set():
                 if held is not None and held.left():
                     return held, self._hand(held)
                 if self.unstarted:
@@ -1055,7 +1052,7 @@ class _Scheduler:
     def stop(self) -> None:
         """No more chunks for anyone (a thread failed, or the run was interrupted)."""
         with self.ready:
-            self.stopped = True
+            self.stopped.set()
             self.ready.notify_all()
 
     def _hand(self, shared: _SharedJob) -> int:
@@ -1167,7 +1164,6 @@ class LocalExecutor:
         from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
         scheduler = _Scheduler(jobs)
-        stop = threading.Event()
         loading = threading.Lock()
         decoders = max(1, default_decoders() // workers)
 
@@ -1175,7 +1171,7 @@ class LocalExecutor:
             held: _SharedJob | None = None
             model: Model | None = None
             try:
-                while not stop.is_set():
+                while True:
                     task = scheduler.take(held)
                     if task is None:
                         return
@@ -1201,12 +1197,11 @@ class LocalExecutor:
                         if index is None:
                             self._finish(shared)
                             continue
-                    self._answer_chunk(model, shared, index, store, run_id, settings, decoders, stop)
+                    self._answer_chunk(model, shared, index, store, run_id, settings, decoders, scheduler.stopped)
                     if scheduler.finish(shared):
                         self._finish(shared)
             except BaseException:
-                stop.set()
-                scheduler.stop()  # wakes a thread waiting for the chunks of a job this one was starting
+                scheduler.stop()  # the others stop too; wakes a thread waiting for the chunks of a job this one was starting
                 raise
             finally:
                 if model is not None:
@@ -1218,7 +1213,6 @@ class LocalExecutor:
                 wait(futures, return_when=FIRST_EXCEPTION)
             finally:  # an error in one thread, or an interrupt here: stop the others, then wait for them
                 if not all(f.done() and f.exception() is None for f in futures):
-                    stop.set()
                     scheduler.stop()
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:

@@ -457,8 +457,9 @@ def frame_embeddings(
     prepare = encoder.prepare_images if isinstance(encoder, SupportsPreparedImages) else None
     # Small frames: the stages in this thread. Per frame they are mostly Python (the decoder's
     # loop, the image processor), so stage threads spend their time waiting for each other's GIL:
-    # on the world's 48 x 48 videos (40 videos, 2-core machine) 4.7-4.9 s inline vs 5.2-5.8 s with
-    # the two stage threads (benchmarks/decode_threads.py --scoring).
+    # with single-threaded decoding, scoring 40 of the world's 48 x 48 videos is a median 1.26x
+    # faster than FFmpeg threading + the two stage threads (benchmarks/decode_threads.py --scoring,
+    # 2-core machine, load 1).
     stage = _inline if 0 < reader.frame_pixels <= SMALL_FRAME_PIXELS else _background
     batches: Iterator[Any] = stage(reader)
     if prepare is not None:

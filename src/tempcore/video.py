@@ -100,9 +100,9 @@ SMALL_FRAME_PIXELS = 320 * 240
 """With ``threads=0`` (automatic), a video whose frames have at most this many pixels is decoded
 and converted to RGB single-threaded: for small frames FFmpeg's frame threading and swscale's
 thread pool cost more per frame than they save.
-Measured with :class:`VideoReader` on 5 s H.264 clips at 30 fps read at 10 fps, 2-core machine,
-automatic threading vs one thread: 48 x 48 15.3 vs 6.9 ms, 96 x 96 16.1 vs 9.5 ms, 160 x 120 22.8
-vs 14.7 ms, 320 x 240 40.9 vs 38.2 ms, 640 x 360 99 vs 83 ms, 1280 x 720 333 vs 329 ms
+Measured with :class:`VideoReader` on 5 s H.264 clips at 30 fps read at 10 fps, 2-core machine, FFmpeg's
+threading vs one thread (best of 3): 48 x 48 21.5 vs 7.7 ms, 96 x 96 21.7 vs 10.1 ms, 160 x 120 30.3 vs
+17.1 ms, 320 x 240 52.2 vs 49.2 ms, 640 x 360 137 vs 117 ms, 1280 x 720 412 vs 480 ms
 (``benchmarks/decode_threads.py``). Above the bound FFmpeg's choice stands: on more cores
 and larger frames threading pays. Threading never changes the decoded pixels."""
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})

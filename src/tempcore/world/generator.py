@@ -627,7 +627,7 @@ def generate_world(
 VIDEO_WRITERS = 2
 """Videos a world writes at once (threads; each x264 encoder single-threaded, so the files are the
 same bytes as written one at a time, tested). Rendering is numpy, encoding is libx264 without the
-GIL, so two writers use two cores: 8.6 s -> 5.x s for the demo's 150 videos on 2 cores."""
+GIL, so two writers can use two cores (the gain was not measured separately)."""
 
 
 def write_world(world: World, out_dir: str | Path, *,
