@@ -8,8 +8,8 @@ import math
 import multiprocessing
 import shutil
 import threading
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
