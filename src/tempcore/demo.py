@@ -117,25 +117,27 @@ def _run_demo(
     out: str | Path, *, n_questions: int | None, quick: bool, seed: int, k: int, progress: bool,
     log: Callable[[str], None], visual: bool,
 ) -> dict[str, Any]:
-    import torch
-
-    from tempcore.diagnostics import diagnose
-    from tempcore.export import export_tempcore
     from tempcore.profiling import section
-    from tempcore.report import build_report, write_report
-    from tempcore.runner import run
-    from tempcore.tidy import read_predictions
     from tempcore.world import BENCHMARK_NAME, generate_world
-    from tempcore.world.validate import validate_predictions
 
-    # The zoo's models are tiny: one thread avoids the thread-pool overhead that dominates them
-    # (measured: 0.3 ms vs 17 ms per frame for the encoder on a busy 2-core machine).
-    torch.set_num_threads(1)
     out = Path(out)
     n = n_questions or (QUICK_QUESTIONS if quick else DEFAULT_QUESTIONS)
     log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
+    # torch, transformers and the run's modules are imported while the world is written (its
+    # video writers leave a core idle much of the time); the world needs none of them
+    imports = _Background(_import_run_modules)
     with section("world"):
         world = generate_world(out / "world", n, seed)
+    with section("imports"):
+        imports.result()
+
+    from tempcore.diagnostics import diagnose
+    from tempcore.export import export_tempcore
+    from tempcore.report import build_report, write_report
+    from tempcore.runner import run
+    from tempcore.tidy import read_predictions
+    from tempcore.world.validate import validate_predictions
+
     cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8)
     # The demo owns its folder: a world regenerated there (another size or seed) changes questions
     # under the same ids, so stored answers whose fingerprints differ are replaced, never reused;
@@ -152,10 +154,14 @@ def _run_demo(
     with section("subset"):
         subset_files = export_tempcore(d, samples, out / "tempcore", "jsonl", table=table,
                                        video_roots={BENCHMARK_NAME: str(world.root)})
-    with section("report"):
-        report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
-                              scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
-        report_files = write_report(report, out / "report")
+
+    def report() -> list[Path]:  # pure Python: it runs beside the next runs, which are mostly torch
+        with section("report"):
+            built = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
+                                 scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
+            return write_report(built, out / "report")
+
+    report_job = _Background(report)
     with section("grounding"):
         result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
     with section("binary (MBA)"):
@@ -166,11 +172,55 @@ def _run_demo(
     if visual:
         with section("visual"):
             result["visual"] = demo_visual(world, out, progress=progress, log=log)
+    with section("report (waiting)"):
+        report_files = report_job.result()
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
+
+
+def _import_run_modules() -> None:
+    """Import what the demo's runs need (torch, transformers' model and processor code, the run's
+    modules) and set torch's threads: the zoo's models are tiny, and one thread avoids the
+    thread-pool overhead that dominates them (measured: 0.3 ms vs 17 ms per frame for the encoder
+    on a busy 2-core machine)."""
+    import torch
+
+    torch.set_num_threads(1)
+    import transformers.image_processing_utils  # noqa: F401 - imported for its cost, here
+    import transformers.modeling_utils  # noqa: F401
+
+    import tempcore.encoders.hf  # noqa: F401
+    import tempcore.models.hf_vlm  # noqa: F401
+    import tempcore.runner  # noqa: F401
+
+
+class _Background:
+    """``fn()`` in a thread started now; :meth:`result` waits for it and returns its value or
+    raises its exception."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def work() -> None:
+            try:
+                self._value = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
+                self._error = exc
+
+        self._thread = threading.Thread(target=work, name="tempcore-demo", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _model_factory() -> Callable[[Any], Any] | None:
