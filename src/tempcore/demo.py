@@ -117,27 +117,25 @@ def _run_demo(
     out: str | Path, *, n_questions: int | None, quick: bool, seed: int, k: int, progress: bool,
     log: Callable[[str], None], visual: bool,
 ) -> dict[str, Any]:
-    from tempcore.profiling import section
-    from tempcore.world import BENCHMARK_NAME, generate_world
-
-    out = Path(out)
-    n = n_questions or (QUICK_QUESTIONS if quick else DEFAULT_QUESTIONS)
-    log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
-    # torch, transformers and the run's modules are imported while the world is written (its
-    # video writers leave a core idle much of the time); the world needs none of them
-    imports = _Background(_import_run_modules)
-    with section("world"):
-        world = generate_world(out / "world", n, seed)
-    with section("imports"):
-        imports.result()
+    import torch
 
     from tempcore.diagnostics import diagnose
     from tempcore.export import export_tempcore
+    from tempcore.profiling import section
     from tempcore.report import build_report, write_report
     from tempcore.runner import run
     from tempcore.tidy import read_predictions
+    from tempcore.world import BENCHMARK_NAME, generate_world
     from tempcore.world.validate import validate_predictions
 
+    # The zoo's models are tiny: one thread avoids the thread-pool overhead that dominates them
+    # (measured: 0.3 ms vs 17 ms per frame for the encoder on a busy 2-core machine).
+    torch.set_num_threads(1)
+    out = Path(out)
+    n = n_questions or (QUICK_QUESTIONS if quick else DEFAULT_QUESTIONS)
+    log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
+    with section("world"):
+        world = generate_world(out / "world", n, seed)
     cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8)
     # The demo owns its folder: a world regenerated there (another size or seed) changes questions
     # under the same ids, so stored answers whose fingerprints differ are replaced, never reused;
@@ -179,22 +177,6 @@ def _run_demo(
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
-
-
-def _import_run_modules() -> None:
-    """Import what the demo's runs need (torch, transformers' model and processor code, the run's
-    modules) and set torch's threads: the zoo's models are tiny, and one thread avoids the
-    thread-pool overhead that dominates them (measured: 0.3 ms vs 17 ms per frame for the encoder
-    on a busy 2-core machine)."""
-    import torch
-
-    torch.set_num_threads(1)
-    import transformers.image_processing_utils  # noqa: F401 - imported for its cost, here
-    import transformers.modeling_utils  # noqa: F401
-
-    import tempcore.encoders.hf  # noqa: F401
-    import tempcore.models.hf_vlm  # noqa: F401
-    import tempcore.runner  # noqa: F401
 
 
 class _Background:
