@@ -9,6 +9,7 @@ import multiprocessing
 import shutil
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -334,8 +335,9 @@ def test_score_sample_is_eq1_against_the_mode_text(
     assert not q.text_truncated and not np.allclose(q.cos, qa.cos)  # the answer text changes the scores
 
 
+@pytest.mark.parametrize("workers", [1, 2, 3])
 def test_score_samples_shares_videos_reports_failures_and_goes_on(
-    siglip2: FrameTextEncoder, videos: Path
+    siglip2: FrameTextEncoder, videos: Path, workers: int
 ) -> None:
     samples = [
         sample("s1", "a.mp4"),
@@ -346,7 +348,8 @@ def test_score_samples_shares_videos_reports_failures_and_goes_on(
         sample("s6", "b.mp4", question="what colour is the car?", answer=None),
     ]
     done = []
-    results = list(score_samples(samples, siglip2, "both", fps=10, video_root=videos, on_sample=done.append))
+    results = list(score_samples(samples, siglip2, "both", fps=10, video_root=videos, on_sample=done.append,
+                                 workers=workers))  # several videos at once: the same records, in order
     scores = [r for r in results if isinstance(r, FrameScores)]
     failures = {(f.sample_id, f.stage): f for f in results if isinstance(f, ScoreFailure)}
     assert [(r.sample_id, r.mode) for r in scores] == [
@@ -365,6 +368,51 @@ def test_score_samples_shares_videos_reports_failures_and_goes_on(
     by = {(r.sample_id, r.mode): r for r in scores}
     np.testing.assert_array_equal(by[("s1", "q")].timestamps, by[("s4", "q")].timestamps)
     assert not np.allclose(by[("s1", "q")].cos, by[("s4", "q")].cos)
+
+
+class _Keeper:
+    """A FrameKeeper that records what it is handed, and which sinks were closed."""
+
+    def __init__(self) -> None:
+        self.sinks: list[Any] = []
+        self.kept: list[tuple[str, list[str]]] = []
+
+    def sink(self, path: Path, samples: Any) -> Any:
+        keeper = self
+
+        class Sink:
+            def __init__(self) -> None:
+                self.frames, self.closed = 0, False
+
+            def add(self, batch: Any) -> None:
+                self.frames += len(batch)
+
+            def close(self) -> None:
+                self.closed = True
+
+        keeper.sinks.append(Sink())
+        return keeper.sinks[-1]
+
+    def done(self, path: Path, samples: Any, records: Any, sink: Any) -> None:
+        self.kept.append((path.name, [s.sample_id for s in samples]))
+
+
+def test_videos_scored_at_once_hand_their_frames_over_in_order_and_let_go_of_the_rest(
+    siglip2: FrameTextEncoder, videos: Path
+) -> None:
+    samples = [sample(f"s{i}", name) for i, name in enumerate(["a.mp4", "b.mp4", "broken.mp4", "a.mp4", "b.mp4"])]
+    keep = _Keeper()
+    list(score_samples(samples, siglip2, "q", fps=10, video_root=videos, keep=keep, workers=2))
+    assert keep.kept == [("a.mp4", ["s0", "s3"]), ("b.mp4", ["s1", "s4"])]  # the broken video is not kept
+    assert sorted(k.frames for k in keep.sinks) == [0, 20, 30] and all(k.closed for k in keep.sinks)
+    # a consumer that stops after the first video: the video scored ahead is let go too
+    keep = _Keeper()
+    records = score_samples(samples, siglip2, "q", fps=10, video_root=videos, keep=keep, workers=2)
+    next(records)
+    records.close()
+    assert 2 <= len(keep.sinks) <= 3 and all(k.closed for k in keep.sinks)
+    with pytest.raises(ValueError, match="workers must be >= 1"):
+        list(score_samples(samples, siglip2, "q", fps=10, video_root=videos, workers=0))
 
 
 def test_rescoring_in_the_other_mode_encodes_only_text(

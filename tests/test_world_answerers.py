@@ -380,6 +380,49 @@ def test_zoo_model_mixed_batches_and_text_only_probe(shipped, tiny_world):
     assert np.allclose(batch[2].option_logprobs, model.answer([requests[0]])[0].option_logprobs, atol=1e-6)
 
 
+@pytest.mark.usefixtures("one_thread")
+def test_frame_features_do_not_depend_on_the_other_frames(shipped):
+    # a frame encoded with any others, anywhere among them, gets the same features to the last bit
+    # (so a resumed run, whose calls hold other requests, answers as an uninterrupted one)
+    answerer = shipped["zoo-mean"].answerer
+    rng = np.random.default_rng(7)
+    pool = [rng.integers(0, 256, (48, 48, 3), dtype=np.uint8) for _ in range(80)]
+    target = pool[0]
+    alone = answerer.frame_features([ModelRequest((target,), "q", ("a", "b"))])[0][0]
+    for n in (1, 2, 7, 15, 16, 17, 40, 79):
+        others = [pool[i] for i in rng.choice(np.arange(1, 80), n, replace=False)]
+        at = int(rng.integers(0, n + 1))
+        images = (*others[:at], target, *others[at:])
+        got = answerer.frame_features([ModelRequest(images, "q", ("a", "b"))])[0][at]
+        assert torch.equal(got, alone), n
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_zoo_model_answers_a_request_the_same_in_any_call(shipped, tiny_world):
+    requests = _requests(tiny_world)
+    rotated = []
+    for r in requests:  # the same frames again under another option order: encoded once per call
+        opts, _perm = rotate_options(r.options, 1)
+        question = r.prompt.split("\n")[0].removeprefix("Question: ")
+        rotated.append(ModelRequest(r.images, render_prompt(question, opts), opts))
+    for name in FRAME_MEMBERS:
+        model = shipped[name]
+        together = model.answer([*requests, *rotated])
+        singly = [model.answer([r])[0] for r in [*requests, *rotated]]
+        assert [r.option_logprobs for r in together] == [r.option_logprobs for r in singly], name
+        rows: list[int] = []
+        hook = model.answerer.net.encoder.register_forward_hook(
+            lambda _m, args, _out, rows=rows: rows.append(len(args[0])))
+        try:
+            features = model.answerer.frame_features([*requests, *rotated])
+        finally:
+            hook.remove()
+        distinct = {im.tobytes() for r in requests for im in r.images}
+        assert rows == [max(len(distinct) + 2, 16)]  # each distinct frame once, between blank rows
+        for a, b in zip(features[: len(requests)], features[len(requests):]):
+            assert torch.equal(a, b)
+
+
 def test_zoo_model_errors(tmp_path):
     with pytest.raises(ModelError, match="zoo-nope.safetensors not found"):
         load_model({"backend": "zoo", "model": "zoo-nope"})

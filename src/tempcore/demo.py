@@ -152,10 +152,14 @@ def _run_demo(
     with section("subset"):
         subset_files = export_tempcore(d, samples, out / "tempcore", "jsonl", table=table,
                                        video_roots={BENCHMARK_NAME: str(world.root)})
-    with section("report"):
-        report = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
-                              scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
-        report_files = write_report(report, out / "report")
+
+    def report() -> list[Path]:  # pure Python: it runs beside the next runs, which are mostly torch
+        with section("report"):
+            built = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
+                                 scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
+            return write_report(built, out / "report")
+
+    report_job = _Background(report)
     with section("grounding"):
         result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
     with section("binary (MBA)"):
@@ -166,11 +170,39 @@ def _run_demo(
     if visual:
         with section("visual"):
             result["visual"] = demo_visual(world, out, progress=progress, log=log)
+    with section("report (waiting)"):
+        report_files = report_job.result()
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
+
+
+class _Background:
+    """``fn()`` in a thread started now; :meth:`result` waits for it and returns its value or
+    raises its exception."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        import threading
+
+        self._value: Any = None
+        self._error: BaseException | None = None
+
+        def work() -> None:
+            try:
+                self._value = fn()
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
+                self._error = exc
+
+        self._thread = threading.Thread(target=work, name="tempcore-demo", daemon=True)
+        self._thread.start()
+
+    def result(self) -> Any:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
 
 
 def _model_factory() -> Callable[[Any], Any] | None:

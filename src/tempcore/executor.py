@@ -22,6 +22,7 @@ in Ray actors and commits on the driver, so both store the same rows.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "GREY",
+    "SCORING_WORKERS",
     "Answered",
     "AnswerSettings",
     "ConcurrentModel",
@@ -76,6 +78,10 @@ __all__ = [
 ]
 
 GREY = 128
+SCORING_WORKERS = 2
+"""Videos :class:`LocalExecutor` scores at once (at most the cores): decoding, the image processor
+and the encoder each hold the GIL for part of a frame only, so a second video keeps a second core
+busy (the world's 48 x 48 videos: 1.3x, ``benchmarks/scoring.py --workers``)."""
 
 Key = tuple[str, str, str, str]
 ModelFactory = Callable[["ModelSpec"], "Model"]
@@ -222,6 +228,7 @@ def frame_events(
     video_root: str | None,
     on_sample: Callable[[Sample], None] | None = None,
     keep: RunKeeper | None = None,
+    workers: int = 1,
 ) -> Iterator[FrameScores | ScoreFailure | Probe | ProbeFailure]:
     """The results of scoring (``modes``) or probing (no modes) the videos of ``samples``, as data.
 
@@ -231,14 +238,14 @@ def frame_events(
     keeps the frames answering will show from this pass: scoring hands it every decoded frame;
     probing then decodes with RGB conversion (a :class:`~tempcore.video.VideoReader` pass, the same
     timestamps and damage report as :func:`~tempcore.video.probe`) instead of a probe, so that
-    answering needs no second pass."""
+    answering needs no second pass. ``workers``: videos scored at once (:func:`~tempcore.scoring.score_samples`)."""
     if modes:
         from tempcore.scoring import score_samples
 
         if encoder is None:
             raise RunError(f"frame scoring in modes {list(modes)} needs an encoder")
         yield from score_samples(samples, encoder, list(modes), fps=fps, cache=cache, video_root=video_root,
-                                 on_sample=on_sample, keep=keep)
+                                 on_sample=on_sample, keep=keep, workers=workers)
         return
     from tempcore.benchmarks import resolve_video
 
@@ -1107,8 +1114,13 @@ class LocalExecutor:
 
     name = "local"
 
-    def __init__(self, encoder: FrameTextEncoder | None = None, *, keep_frames: bool = True) -> None:
+    def __init__(
+        self, encoder: FrameTextEncoder | None = None, *, keep_frames: bool = True,
+        scoring_workers: int | None = None,
+    ) -> None:
         self.encoder = encoder
+        #: videos scored at once (default :data:`SCORING_WORKERS`, at most the cores)
+        self.scoring_workers = scoring_workers or max(1, min(SCORING_WORKERS, os.cpu_count() or 1))
         #: keep the frames answering shows from the scoring pass (one decode per video,
         #: :mod:`tempcore.framestore`); ``False`` decodes them again for every unit and model
         self.keep_frames = keep_frames
@@ -1147,7 +1159,8 @@ class LocalExecutor:
         try:
             with profiling.section("score frames" if modes else "probe frames"):
                 events = frame_events(samples, modes, fps=cfg.fps, encoder=self.encoder if modes else None,
-                                      cache=cache, video_root=video_root, on_sample=lambda _s: b.update(1), keep=keep)
+                                      cache=cache, video_root=video_root, on_sample=lambda _s: b.update(1), keep=keep,
+                                      workers=self.scoring_workers)
                 return collect_timelines(events, modes, log)
         finally:
             close_bar(b)

@@ -89,12 +89,14 @@ class _Spill:
     def __init__(self) -> None:
         self.path: Path | None = None
         self.files = 0
+        self._lock = threading.Lock()  # videos are scored (and spooled) several at once
 
     def new_file(self, suffix: str) -> Path:
-        if self.path is None:
-            self.path = Path(tempfile.mkdtemp(prefix="tempcore-frames-"))
-        self.files += 1
-        return self.path / f"{self.files}{suffix}"
+        with self._lock:
+            if self.path is None:
+                self.path = Path(tempfile.mkdtemp(prefix="tempcore-frames-"))
+            self.files += 1
+            return self.path / f"{self.files}{suffix}"
 
     def close(self) -> None:
         if self.path is not None:

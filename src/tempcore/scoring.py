@@ -34,7 +34,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -628,6 +628,7 @@ def score_samples(
     text_batch: int = 256,
     on_sample: Callable[[Sample], None] | None = None,
     keep: FrameKeeper | None = None,
+    workers: int = 1,
 ) -> Iterator[FrameScores | ScoreFailure]:
     """Score many samples; yields a :class:`FrameScores` per (sample, mode) or a :class:`ScoreFailure`.
 
@@ -638,8 +639,14 @@ def score_samples(
     video fails to decode or encode, becomes a ScoreFailure (sample id, video path, error) and the
     run goes on. ``on_sample`` is called once per sample when it is done (progress bars).
     ``keep`` hears of every video scored (:class:`FrameKeeper`): the frames answering shows can
-    be kept from this decoding pass (:mod:`tempcore.framestore`).
+    be kept from this decoding pass (:mod:`tempcore.framestore`). ``workers`` > 1 decodes and
+    encodes that many videos at once (threads; the results and their order are the same): the
+    decoder, the image processor and the encoder release the GIL for part of each frame, so a
+    second video fills a core the first leaves idle (small frames are decoded and encoded in one
+    thread each, :data:`tempcore.video.SMALL_FRAME_PIXELS`).
     """
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, not {workers}")
     modes = parse_modes(mode)
     groups: dict[tuple[Any, ...], _Group] = {}
     for sample in samples:
@@ -654,7 +661,8 @@ def score_samples(
             group = pending.pop(0)
             chunk.append(group)
             n_texts += len(group.samples) * len(modes)
-        yield from _score_chunk(chunk, encoder, modes, fps, cache, video_root, batch_size, on_sample, keep)
+        yield from _score_chunk(chunk, encoder, modes, fps, cache, video_root, batch_size, on_sample, keep,
+                                workers)
 
 
 def _score_chunk(
@@ -667,6 +675,7 @@ def _score_chunk(
     batch_size: int | None,
     on_sample: Callable[[Sample], None] | None,
     keep: FrameKeeper | None = None,
+    workers: int = 1,
 ) -> Iterator[FrameScores | ScoreFailure]:
     texts: list[str] = []
     rows: dict[str, int] = {}
@@ -694,25 +703,48 @@ def _score_chunk(
     with profiling.section("encode"):
         encoding = encoder.encode_texts(texts) if texts else None
 
-    for group in chunk:
-        needs_video = any((id(s), m) in wanted for s in group.samples for m in modes)
+    def embed(group: _Group) -> tuple[FrameEmbeddings | None, str | None, FrameSink | None]:
+        sink = keep.sink(group.path, group.samples) if keep is not None else None
+        try:
+            return frame_embeddings(
+                group.samples[0],
+                encoder,
+                fps=fps,
+                cache=cache,
+                video_root=video_root,
+                batch_size=batch_size,
+                on_batch=None if sink is None else sink.add,
+            ), None, sink
+        except Exception as exc:  # a failed video is reported and skipped, never fatal
+            return None, f"{type(exc).__name__}: {exc}", sink
+
+    def discard(result: tuple[Any, Any, FrameSink | None]) -> None:
+        if result[2] is not None:
+            result[2].close()
+
+    needs = [any((id(s), m) in wanted for s in g.samples for m in modes) for g in chunk]
+    results = _in_order([g for g, need in zip(chunk, needs) if need], embed, workers, discard)
+    try:
+        yield from _chunk_records(chunk, needs, results, modes, wanted, text_failures, encoding, encoder, fps,
+                                  on_sample, keep)
+    finally:
+        results.close()  # videos scored ahead and not taken: their frames are let go
+
+
+def _chunk_records(
+    chunk: list[_Group], needs: list[bool], results: Iterator[tuple[FrameEmbeddings | None, str | None, Any]],
+    modes: tuple[str, ...], wanted: dict[tuple[int, str], tuple[str, int]], text_failures: dict[int, ScoreFailure],
+    encoding: Any, encoder: FrameTextEncoder, fps: float | None, on_sample: Callable[[Sample], None] | None,
+    keep: FrameKeeper | None,
+) -> Iterator[FrameScores | ScoreFailure]:
+    """The records of one chunk's groups, in order, from their videos' ``results``."""
+    for group, needs_video in zip(chunk, needs):
         frames: FrameEmbeddings | None = None
         video_error: str | None = None
-        sink = keep.sink(group.path, group.samples) if keep is not None and needs_video else None
+        sink: FrameSink | None = None
         try:
             if needs_video:
-                try:
-                    frames = frame_embeddings(
-                        group.samples[0],
-                        encoder,
-                        fps=fps,
-                        cache=cache,
-                        video_root=video_root,
-                        batch_size=batch_size,
-                        on_batch=None if sink is None else sink.add,
-                    )
-                except Exception as exc:  # a failed video is reported and skipped, never fatal
-                    video_error = f"{type(exc).__name__}: {exc}"
+                frames, video_error, sink = next(results)
             out: list[tuple[Sample, list[FrameScores | ScoreFailure]]] = []
             for sample in group.samples:
                 records: list[FrameScores | ScoreFailure] = []
@@ -743,6 +775,35 @@ def _score_chunk(
             yield from records
             if on_sample is not None:
                 on_sample(sample)
+
+
+_NO_JOB = object()
+
+
+def _in_order(jobs: Sequence[Any], fn: Callable[[Any], Any], workers: int,
+              discard: Callable[[Any], None]) -> Generator[Any, None, None]:
+    """``fn(job)`` for each job, yielded in order; with ``workers`` > 1 up to that many run at once
+    in threads, started in order as the consumer takes results (``fn`` must not raise). Results
+    computed ahead but never taken (the consumer stopped) go to ``discard`` once they are done."""
+    if workers <= 1 or len(jobs) <= 1:
+        yield from (fn(job) for job in jobs)
+        return
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tempcore-score") as pool:
+        running: deque[Any] = deque(pool.submit(fn, job) for job in jobs[:workers])
+        upcoming = iter(jobs[workers:])
+        try:
+            while running:
+                result = running.popleft().result()
+                job = next(upcoming, _NO_JOB)
+                if job is not _NO_JOB:
+                    running.append(pool.submit(fn, job))
+                yield result
+        finally:
+            for future in running:
+                discard(future.result())
 
 
 __all__ = [

@@ -54,9 +54,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,12 +90,21 @@ _HASH_CHUNK = 8 << 20
 
 @dataclass
 class EncoderStats:
-    """Work an encoder instance has done (for tests and run summaries)."""
+    """Work an encoder instance has done (for tests and run summaries); :meth:`add` counts from
+    any thread (videos are scored several at once)."""
 
     images: int = 0
     image_batches: int = 0
     texts: int = 0
     text_batches: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, *, images: int = 0, image_batches: int = 0, texts: int = 0, text_batches: int = 0) -> None:
+        with self._lock:
+            self.images += images
+            self.image_batches += image_batches
+            self.texts += texts
+            self.text_batches += text_batches
 
 
 @contextmanager
@@ -435,8 +445,8 @@ class HFFrameTextEncoder:
             with torch.inference_mode():
                 feats = _pooled(self.model.get_image_features(**chunk))
             out.append(self._normalise(feats))
-            self.stats.image_batches += 1
-        self.stats.images += n
+            self.stats.add(image_batches=1)
+        self.stats.add(images=n)
         return np.concatenate(out, axis=0)
 
     def encode_images(self, frames: np.ndarray) -> np.ndarray:
@@ -492,8 +502,8 @@ class HFFrameTextEncoder:
             with torch.inference_mode():
                 feats = _pooled(self.model.get_text_features(**inputs))
             out.append(self._normalise(feats))
-            self.stats.text_batches += 1
-        self.stats.texts += len(texts)
+            self.stats.add(text_batches=1)
+        self.stats.add(texts=len(texts))
         return TextEncoding(
             embeddings=np.concatenate(out, axis=0),
             truncated=counts > self.max_length,

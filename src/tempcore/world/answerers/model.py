@@ -48,23 +48,70 @@ class Answerer:
     config: dict[str, Any]
     weights_sha256: str
 
-    def scores(self, requests: Sequence[ModelRequest]) -> torch.Tensor:
-        """Option scores ``(B, n)`` for requests with the same number of options and of images."""
+    def scores(
+        self, requests: Sequence[ModelRequest], features: Sequence[torch.Tensor] | None = None
+    ) -> torch.Tensor:
+        """Option scores ``(B, n)`` for requests with the same number of options and of images.
+
+        ``features``: each request's frame-encoder features ``(K, out_dim)`` (:meth:`frame_features`);
+        without them a frame member encodes the requests' frames itself."""
         import torch
 
-        from tempcore.world.answerers.nets import frames_tensor
         from tempcore.world.answerers.text import _bag, question_text
 
         n = len(requests[0].options)
         questions = [question_text(r.prompt, n) for r in requests]
         options = [o for r in requests for o in r.options]
-        frames = None
+        stacked = None
         if self.kind != "text":
-            stacks = [frames_tensor(r.images or (_grey_image(),)) for r in requests]
-            frames = torch.stack(stacks)
+            stacked = torch.stack(list(features if features is not None else self.frame_features(requests)))
         with torch.inference_mode():
-            scores: torch.Tensor = self.net(frames, _bag(self.codec, questions), _bag(self.codec, options), n)
+            scores: torch.Tensor = self.net(None, _bag(self.codec, questions), _bag(self.codec, options), n,
+                                            features=stacked)
         return scores
+
+    def frame_features(self, requests: Sequence[ModelRequest]) -> list[torch.Tensor]:
+        """The frame encoder's features of each request's images, ``(K, out_dim)`` per request (a
+        request without images shows one grey frame).
+
+        An image shown by several requests (a sample's frames under every option rotation, the
+        windows that overlap its selections) is encoded once: the distinct images, in order of first
+        appearance, go through the encoder together. An image's features do not depend on the images
+        encoded with it, so a resumed run, whose calls hold other requests, answers exactly as an
+        uninterrupted one: torch's CPU convolutions give the first and the last row of a batch, and
+        every row of a batch under 16, other roundings than the rows inside a batch of 16 or more,
+        so the images go in between :data:`_EDGE_ROWS` blank rows, at least :data:`_MIN_ROWS` rows in
+        all (tested: ``test_frame_features_do_not_depend_on_the_other_frames``)."""
+        import torch
+
+        from tempcore.world.answerers.nets import frames_tensor
+
+        if self.kind == "text":
+            raise ZooError(f"answerer {self.name!r} (kind text) has no frame encoder")
+        distinct: dict[tuple[Any, ...], int] = {}
+        images: list[np.ndarray] = []
+        rows: list[list[int]] = []
+        for request in requests:
+            row = []
+            for image in request.images or (_grey_image(),):
+                key = (image.shape, image.dtype.str, image.tobytes())
+                if key not in distinct:
+                    distinct[key] = len(images)
+                    images.append(image)
+                row.append(distinct[key])
+            rows.append(row)
+        frames = frames_tensor(images)
+        blank = torch.zeros((1, *frames.shape[1:]), dtype=frames.dtype)
+        tail = max(_EDGE_ROWS, _MIN_ROWS - _EDGE_ROWS - len(images))
+        with torch.inference_mode():
+            padded = torch.cat([blank.expand(_EDGE_ROWS, *frames.shape[1:]), frames,
+                                blank.expand(tail, *frames.shape[1:])])
+            encoded = self.net.encoder(padded)[_EDGE_ROWS : _EDGE_ROWS + len(images)]
+        return [encoded[torch.tensor(row)] for row in rows]
+
+
+_EDGE_ROWS = 1  # blank frames before and after the images a member encodes at once
+_MIN_ROWS = 16  # ... and the fewest rows of such a batch
 
 
 def _grey_image(side: int = IMAGE_SIDE) -> np.ndarray:
@@ -238,11 +285,22 @@ class ZooModel:
             n_images = 0 if answerer.kind == "text" else max(1, len(request.images))
             groups.setdefault((len(request.options), n_images), []).append(i)
 
+        # frame members encode the frames of every request of this call at once, each distinct
+        # image once (a sample's frames recur under every rotation); the heads run per batch
+        framed = [i for indices in groups.values() for i in indices]
+        features: dict[int, torch.Tensor] = {}
+        shared_s = 0.0  # the shared encoding's time, spread over the requests' latencies
+        if answerer.kind != "text" and framed:
+            start = time.perf_counter()
+            features = dict(zip(framed, answerer.frame_features([requests[i] for i in framed])))
+            shared_s = (time.perf_counter() - start) / len(framed)
+
         def run(batch: list[int]) -> list[ModelResponse]:
             start = time.perf_counter()
-            scores = answerer.scores([requests[i] for i in batch])
+            scores = answerer.scores([requests[i] for i in batch],
+                                     [features[i] for i in batch] if features else None)
             logprobs = torch.log_softmax(scores.double(), dim=-1)
-            latency = (time.perf_counter() - start) / len(batch)
+            latency = (time.perf_counter() - start) / len(batch) + shared_s
             out = []
             for row in logprobs:
                 values = tuple(float(x) for x in row)
