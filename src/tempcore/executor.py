@@ -648,7 +648,11 @@ def answer_stream(
                                  method=method, template=template, noframe_size=noframe_size))
 
     def marked() -> Iterator[Prepared | Answered | object]:
-        for i, ready in enumerate(_ahead(prepare, units, decoders or default_decoders())):
+        from tempcore.ordered import ordered_map
+
+        threads = decoders or default_decoders()
+        for i, ready in enumerate(ordered_map(prepare, units, threads=threads, ahead=threads + 1,
+                                              name="tempcore-decode")):
             yield from ready
             if i in flush_after:
                 yield _CHUNK_END
@@ -666,33 +670,6 @@ def default_decoders() -> int:
     import os
 
     return max(1, min(4, os.cpu_count() or 1))
-
-
-def _ahead(
-    work: Callable[[Sequence[WorkItem]], list[Prepared | Answered]], units: Iterable[Sequence[WorkItem]], threads: int,
-) -> Iterator[list[Prepared | Answered]]:
-    """``work(unit)`` for each unit, run by ``threads`` threads at most ``threads + 1`` units ahead
-    of the consumer, yielded in unit order (an exception is raised when its unit's turn comes)."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    todo = iter(units)
-    pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="tempcore-decode")
-    ahead: list[Future[list[Prepared | Answered]]] = []
-    try:
-        for unit in todo:
-            ahead.append(pool.submit(work, unit))
-            if len(ahead) > max(1, threads):
-                break
-        while ahead:
-            ready = ahead.pop(0).result()
-            nxt = next(todo, None)
-            if nxt is not None:
-                ahead.append(pool.submit(work, nxt))
-            yield ready
-    finally:
-        for fut in ahead:
-            fut.cancel()
-        pool.shutdown(wait=True)
 
 
 _CHUNK_END = object()

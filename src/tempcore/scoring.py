@@ -34,7 +34,7 @@ import logging
 import os
 import queue
 import threading
-from collections.abc import Callable, Generator, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -723,7 +723,10 @@ def _score_chunk(
             result[2].close()
 
     needs = [any((id(s), m) in wanted for s in g.samples for m in modes) for g in chunk]
-    results = _in_order([g for g, need in zip(chunk, needs) if need], embed, workers, discard)
+    from tempcore.ordered import ordered_map
+
+    results = ordered_map(embed, [g for g, need in zip(chunk, needs) if need], threads=workers if workers > 1 else 0,
+                          discard=discard, name="tempcore-score")
     try:
         yield from _chunk_records(chunk, needs, results, modes, wanted, text_failures, encoding, encoder, fps,
                                   on_sample, keep)
@@ -775,35 +778,6 @@ def _chunk_records(
             yield from records
             if on_sample is not None:
                 on_sample(sample)
-
-
-_NO_JOB = object()
-
-
-def _in_order(jobs: Sequence[Any], fn: Callable[[Any], Any], workers: int,
-              discard: Callable[[Any], None]) -> Generator[Any, None, None]:
-    """``fn(job)`` for each job, yielded in order; with ``workers`` > 1 up to that many run at once
-    in threads, started in order as the consumer takes results (``fn`` must not raise). Results
-    computed ahead but never taken (the consumer stopped) go to ``discard`` once they are done."""
-    if workers <= 1 or len(jobs) <= 1:
-        yield from (fn(job) for job in jobs)
-        return
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tempcore-score") as pool:
-        running: deque[Any] = deque(pool.submit(fn, job) for job in jobs[:workers])
-        upcoming = iter(jobs[workers:])
-        try:
-            while running:
-                result = running.popleft().result()
-                job = next(upcoming, _NO_JOB)
-                if job is not _NO_JOB:
-                    running.append(pool.submit(fn, job))
-                yield result
-        finally:
-            for future in running:
-                discard(future.result())
 
 
 __all__ = [
