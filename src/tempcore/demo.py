@@ -117,6 +117,8 @@ def _run_demo(
     out: str | Path, *, n_questions: int | None, quick: bool, seed: int, k: int, progress: bool,
     log: Callable[[str], None], visual: bool,
 ) -> dict[str, Any]:
+    from concurrent.futures import ThreadPoolExecutor
+
     import torch
 
     from tempcore.diagnostics import diagnose
@@ -159,50 +161,25 @@ def _run_demo(
                                  scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
             return write_report(built, out / "report")
 
-    report_job = _Background(report)
-    with section("grounding"):
-        result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
-    with section("binary (MBA)"):
-        result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
-    with section("order"):
-        result["order"] = demo_order(cfg, world, out, progress=progress, log=log)
-        result["order"]["tempcore_categories"] = _order_family_categories(world, d)
-    if visual:
-        with section("visual"):
-            result["visual"] = demo_visual(world, out, progress=progress, log=log)
-    with section("report (waiting)"):
-        report_files = report_job.result()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tempcore-demo") as background:
+        report_job = background.submit(report)
+        with section("grounding"):
+            result["grounding"] = demo_grounding(cfg, world, out, progress=progress, log=log)
+        with section("binary (MBA)"):
+            result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
+        with section("order"):
+            result["order"] = demo_order(cfg, world, out, progress=progress, log=log)
+            result["order"]["tempcore_categories"] = _order_family_categories(world, d)
+        if visual:
+            with section("visual"):
+                result["visual"] = demo_visual(world, out, progress=progress, log=log)
+        with section("report (waiting)"):
+            report_files = report_job.result()
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
-
-
-class _Background:
-    """``fn()`` in a thread started now; :meth:`result` waits for it and returns its value or
-    raises its exception."""
-
-    def __init__(self, fn: Callable[[], Any]) -> None:
-        import threading
-
-        self._value: Any = None
-        self._error: BaseException | None = None
-
-        def work() -> None:
-            try:
-                self._value = fn()
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller in result()
-                self._error = exc
-
-        self._thread = threading.Thread(target=work, name="tempcore-demo", daemon=True)
-        self._thread.start()
-
-    def result(self) -> Any:
-        self._thread.join()
-        if self._error is not None:
-            raise self._error
-        return self._value
 
 
 def _model_factory() -> Callable[[Any], Any] | None:

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tempcore.errors import TempcoreError
+from tempcore.ordered import ordered_map
 from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_chunks, answer_units, damage_of
 from tempcore.records import Condition, Failure, Prediction, Sample
 
@@ -81,7 +82,8 @@ GREY = 128
 SCORING_WORKERS = 2
 """Videos :class:`LocalExecutor` scores at once (at most the cores): decoding, the image processor
 and the encoder each hold the GIL for part of a frame only, so a second video keeps a second core
-busy (the world's 48 x 48 videos: 1.3x, ``benchmarks/scoring.py --workers``)."""
+busy (on 2 cores: the world's 48 x 48 videos 1.43x, 640 x 360 clips 1.29x faster;
+``benchmarks/scoring_workers.py``)."""
 
 Key = tuple[str, str, str, str]
 ModelFactory = Callable[["ModelSpec"], "Model"]
@@ -648,8 +650,6 @@ def answer_stream(
                                  method=method, template=template, noframe_size=noframe_size))
 
     def marked() -> Iterator[Prepared | Answered | object]:
-        from tempcore.ordered import ordered_map
-
         threads = decoders or default_decoders()
         for i, ready in enumerate(ordered_map(prepare, units, threads=threads, ahead=threads + 1,
                                               name="tempcore-decode")):
@@ -667,8 +667,6 @@ def answer_stream(
 
 def default_decoders() -> int:
     """Decoding threads of a stream: the machine's cores, at most 4 (at least 1)."""
-    import os
-
     return max(1, min(4, os.cpu_count() or 1))
 
 

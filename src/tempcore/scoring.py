@@ -45,6 +45,7 @@ from tempcore import profiling
 from tempcore.encoders.base import FrameTextEncoder, SupportsPreparedImages, TextEncoding
 from tempcore.encoders.cache import CachedEmbeddings, CacheKey, EmbeddingCache, default_cache_dir
 from tempcore.errors import TempcoreError
+from tempcore.ordered import ordered_map
 from tempcore.records import Sample
 
 if TYPE_CHECKING:
@@ -723,8 +724,6 @@ def _score_chunk(
             result[2].close()
 
     needs = [any((id(s), m) in wanted for s in g.samples for m in modes) for g in chunk]
-    from tempcore.ordered import ordered_map
-
     results = ordered_map(embed, [g for g, need in zip(chunk, needs) if need], threads=workers if workers > 1 else 0,
                           discard=discard, name="tempcore-score")
     try:
