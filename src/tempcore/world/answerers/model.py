@@ -64,7 +64,7 @@ class Answerer:
         options = [o for r in requests for o in r.options]
         stacked = None
         if self.kind != "text":
-            stacked = torch.stack(list(features if features is not None else self.frame_features(requests)))
+            stacked = torch.stack(list(features) if features is not None else self.frame_features(requests))
         with torch.inference_mode():
             scores: torch.Tensor = self.net(None, _bag(self.codec, questions), _bag(self.codec, options), n,
                                             features=stacked)
@@ -287,10 +287,10 @@ class ZooModel:
 
         # frame members encode the frames of every request of this call at once, each distinct
         # image once (a sample's frames recur under every rotation); the heads run per batch
-        framed = [i for indices in groups.values() for i in indices]
+        framed = [] if answerer.kind == "text" else [i for indices in groups.values() for i in indices]
         features: dict[int, torch.Tensor] = {}
         shared_s = 0.0  # the shared encoding's time, spread over the requests' latencies
-        if answerer.kind != "text" and framed:
+        if framed:
             start = time.perf_counter()
             features = dict(zip(framed, answerer.frame_features([requests[i] for i in framed])))
             shared_s = (time.perf_counter() - start) / len(framed)
