@@ -82,7 +82,7 @@ GREY = 128
 SCORING_WORKERS = 2
 """Videos :class:`LocalExecutor` scores at once (at most the cores): decoding, the image processor
 and the encoder each hold the GIL for part of a frame only, so a second video keeps a second core
-busy (on 2 cores: the world's 48 x 48 videos 1.43x, 640 x 360 clips 1.29x faster;
+busy (on 2 cores: the world's 48 x 48 videos 1.36x, 640 x 360 clips 1.26x faster;
 ``benchmarks/scoring_workers.py``)."""
 
 Key = tuple[str, str, str, str]
