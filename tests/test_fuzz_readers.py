@@ -194,3 +194,28 @@ def test_predictions_readers_survive_hostile_files_without_crashing() -> None:
     proc = subprocess.run([sys.executable, "-c", "import test_fuzz_readers as t; t.fuzz_predictions()"],
                           capture_output=True, text=True, timeout=300, env=env, cwd=str(HERE))
     assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+
+
+def leading_null_lines() -> None:
+    """Run in the child process (see the test below)."""
+    import pytest
+
+    from tempcore.cli.report import ReportInputError, read_rows
+    from tempcore.tidy import PredictionsTableError, read_predictions
+
+    row = json.dumps(PRED_ROW)
+    for n, text in enumerate(["null", " null\n" + row, "\nnull\n" + row, "null\u2028x\n" + row]):
+        path = _TMP / f"null{n}.jsonl"
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(PredictionsTableError, match=rf"{path}:\d+: "):
+            read_predictions(path)
+        with pytest.raises(ReportInputError, match=str(path)):
+            read_rows(path)
+
+
+def test_a_leading_null_line_is_a_named_error_not_a_crash() -> None:
+    # found by the fuzzer above: Arrow's JSON reader segfaults on a file whose first line is `null`
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", "import test_fuzz_readers as t; t.leading_null_lines()"],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=str(HERE))
+    assert proc.returncode == 0, f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -23,6 +24,8 @@ from tempcore.tidy_validation import PredictionsTableError, validate_table
 _STRING_COLUMNS = STRING_COLUMNS
 
 FORMATS = ("parquet", "csv", "jsonl")
+#: a JSONL line that holds something other than an object (blank lines aside)
+_NOT_AN_OBJECT = re.compile(rb"(?m)^[ \t\r]*[^{ \t\r\n]")
 _SUFFIXES = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl"}
 
 
@@ -217,6 +220,8 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
             data.decode("utf-8")
         except UnicodeDecodeError:  # the line-by-line reader names the line
             return _read_jsonl_slow(path, data)
+        if _NOT_AN_OBJECT.search(data):  # Arrow's reader crashes the process on a leading `null` line
+            return _read_jsonl_slow(path, data)  # ... this one names the line
         try:
             return pajson.read_json(pa.BufferReader(data))
         except (pa.ArrowInvalid, pa.ArrowTypeError):

@@ -59,7 +59,6 @@ def read_rows(path: Path) -> Any:
     """A small side table (CSV, JSONL / JSON lines, Parquet) as a pyarrow Table."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
-    import pyarrow.json as pajson
     import pyarrow.parquet as pq
 
     if not path.is_file():
@@ -69,7 +68,13 @@ def read_rows(path: Path) -> Any:
         if suffix in (".parquet", ".pq"):
             return pq.read_table(path)
         if suffix in (".jsonl", ".ndjson", ".json"):
-            return pajson.read_json(path)
+            from tempcore.tidy_formats import read_table_file
+            from tempcore.tidy_validation import PredictionsTableError
+
+            try:  # the guarded reader: Arrow's own crashes the process on some lines (deep nesting, `null`)
+                return read_table_file(path, "jsonl")
+            except PredictionsTableError as exc:
+                raise ReportInputError(str(exc)) from exc
         if suffix in (".csv", ".tsv"):
             delimiter = "\t" if suffix == ".tsv" else ","
             return pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter),
