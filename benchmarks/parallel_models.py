@@ -1,12 +1,14 @@
-"""Several models at once in one local run (``parallel_models``, issue 18) vs one after the other.
+"""Several models at once in one local run (``parallel_models``, issue 18) vs one after the other,
+in threads of the run's process and in worker processes (``model_processes``).
 
 The demo's configuration (its six conditions, maxprob / minprob / noframe in every rotation, the
 window oracle) over a generated world, answered by the demo's panel (five zoo members and the tiny
-Idefics3, one torch thread), ``tempcore run`` in this process with ``parallel_models`` 1 and N,
-interleaved ``--repeats`` times in fresh folders and caches. Printed per pair: the wall time of
-each run (frame scoring included: the same work both ways) and the ratio one / N; then the
-median ratio, and whether every prediction is the same in every run (it must be: batches are
-formed within a job's chunks either way).
+Idefics3, one torch thread), ``tempcore run`` with ``parallel_models`` 1, then N in threads, then N
+with ``model_processes: true`` (each thread's models in a worker process), interleaved
+``--repeats`` times in fresh folders and caches. Printed per round: the wall time of each run
+(frame scoring and the workers' start included: the same work every way) and the ratios; then
+the median ratios, and whether every prediction is the same in every run (it must be: batches are
+formed within a job's chunks every way, and a worker computes what this process would).
 
     PYTHONPATH=src python benchmarks/parallel_models.py [--questions 48] [--parallel 2] [--repeats 3]
 """
@@ -43,8 +45,8 @@ def main() -> int:
     world = generate_world(tmp / "world", args.questions, args.seed)
     print(f"world: {args.questions} questions; cores: {os.cpu_count()}; load: {os.getloadavg()[0]:.2f}")
 
-    def one(n: int, where: Path) -> tuple[float, list[dict[str, Any]]]:
-        raw = dict(demo_config(world, where / "run", cache=where / "cache").to_dict())
+    def one(n: int, where: Path, processes: bool = False) -> tuple[float, list[dict[str, Any]]]:
+        raw = dict(demo_config(world, where / "run", cache=where / "cache", model_processes=processes).to_dict())
         raw.pop("source", None)
         raw["parallel_models"] = n
         cfg = RunConfig.from_dict(raw, source="benchmarks/parallel_models.py")
@@ -56,19 +58,24 @@ def main() -> int:
         rows.sort(key=lambda r: (r["model"], r["sample_id"], r["condition"], str(r["rotation"])))
         return wall, rows
 
-    walls: list[float] = []
+    threads: list[float] = []
+    processes: list[float] = []
     reference: list[dict[str, Any]] | None = None
     same = True
+    n = args.parallel
     for i in range(args.repeats):
         w1, r1 = one(1, tmp / f"one-{i}")
-        wn, rn = one(args.parallel, tmp / f"par-{i}")
+        wn, rn = one(n, tmp / f"par-{i}")
+        wp, rp = one(n, tmp / f"proc-{i}", processes=True)
         reference = reference or r1
-        same = same and r1 == reference and rn == reference
-        walls.append(w1 / wn)
-        print(f"pair {i + 1}: one after the other {w1:.1f} s, {args.parallel} at once {wn:.1f} s: "
-              f"{w1 / wn:.2f}x; load {os.getloadavg()[0]:.2f}")
-    print(f"median over {args.repeats} pairs: {statistics.median(walls):.2f}x faster with "
-          f"parallel_models={args.parallel}")
+        same = same and r1 == reference and rn == reference and rp == reference
+        threads.append(w1 / wn)
+        processes.append(w1 / wp)
+        print(f"round {i + 1}: one after the other {w1:.1f} s; {n} at once in threads {wn:.1f} s ({w1 / wn:.2f}x), "
+              f"in worker processes {wp:.1f} s ({w1 / wp:.2f}x; {wn / wp:.2f}x the threads); "
+              f"load {os.getloadavg()[0]:.2f}")
+    print(f"median over {args.repeats} rounds, parallel_models={n}: threads {statistics.median(threads):.2f}x, "
+          f"worker processes {statistics.median(processes):.2f}x faster than one after the other")
     print(f"every prediction the same in every run: {same}")
     return 0 if same else 1
 

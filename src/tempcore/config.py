@@ -166,6 +166,9 @@ class RunConfig:
     ``parallel_models``: how many models the local executor answers at once (default 1: one after
     the other; N: N models loaded and answering together, see
     :class:`tempcore.executor.LocalExecutor`); the Ray executor's own is ``ray.concurrent_models``.
+    ``model_processes``: with ``parallel_models`` > 1, each answering thread loads its models in a
+    worker process of its own (:mod:`tempcore.models.hosted`), so that local models answering side
+    by side do not share one interpreter lock (default ``false``: threads of this process).
     """
 
     out: str
@@ -183,6 +186,7 @@ class RunConfig:
     max_frames_in_memory: int = 512
     request_batch: int = 32
     parallel_models: int = 1
+    model_processes: bool = False
     tau: float = 0.15
     lam: float = 0.5
     damaged_videos: str = "answer"
@@ -244,6 +248,12 @@ class RunConfig:
         if parallel > 1 and data.get("executor", "local") != "local":
             raise ConfigError(f"{source}: parallel_models is the local executor's; with executor "
                               f"{data['executor']!r} use ray.concurrent_models")
+        processes = data.get("model_processes", False)
+        if not isinstance(processes, bool):
+            raise ConfigError(f"{source}: model_processes must be true or false, not {processes!r}")
+        if processes and data.get("executor", "local") != "local":
+            raise ConfigError(f"{source}: model_processes is the local executor's; executor "
+                              f"{data['executor']!r} places its models itself")
         try:
             cfg = cls(
                 benchmarks=tuple(benchmarks), conditions=tuple(conditions), models=tuple(models),

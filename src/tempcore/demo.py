@@ -46,15 +46,21 @@ HELD_OUT_SEED = 20261129  # the zoo was trained on worlds of other seeds
 WORLD_ENCODER = "tempcore-world"  # encoder alias of the shipped world encoder (tempcore.world.encoder_path())
 
 
-def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, cache: Path | None = None) -> Any:
-    """The run configuration of the demo over a generated world (``WorldManifest``)."""
+def demo_config(
+    world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, cache: Path | None = None,
+    model_processes: bool = False,
+) -> Any:
+    """The run configuration of the demo over a generated world (``WorldManifest``).
+    ``model_processes``: answer in worker processes (:mod:`tempcore.models.hosted`); the demo's own
+    audit run does, its short side runs and the tests' runs with recording factories do not."""
     from tempcore.config import RunConfig
     from tempcore.world import BENCHMARK_NAME
     from tempcore.world.answerers.model import zoo_specs
 
     rotated = {"rotations": "all"}
     # The models answer side by side, one per core (parallel_models: threads share the models'
-    # chunks until the last is done; a model's answers are the same as one after the other).
+    # chunks until the last is done; a model's answers are the same as one after the other), each
+    # thread's models in a worker process of its own (model_processes: no shared interpreter lock).
     models = [spec.to_dict() for spec in zoo_specs()]
     return RunConfig.from_dict({
         "out": str(out / "run"),
@@ -78,6 +84,7 @@ def demo_config(world: Any, out: Path, *, k: int = 8, oracle_windows: int = 8, c
         "noframe_size": 48,
         "request_batch": 64,
         "parallel_models": max(1, min(len(models), os.cpu_count() or 1)),
+        "model_processes": model_processes,
     }, source="tempcore demo")
 
 
@@ -138,12 +145,12 @@ def _run_demo(
     log(f"generating a world of {n} questions (seed {seed}) in {out / 'world'}")
     with section("world"):
         world = generate_world(out / "world", n, seed)
-    cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8)
+    cfg = demo_config(world, out, k=k, oracle_windows=4 if quick else 8, model_processes=True)
     # The demo owns its folder: a world regenerated there (another size or seed) changes questions
     # under the same ids, so stored answers whose fingerprints differ are replaced, never reused;
     # and the table keeps only this world's samples (a larger earlier world leaves rows behind).
     with section("audit run"):
-        summary = run(cfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
+        summary = run(cfg, progress=progress, log=log, recompute=True)
     with section("validate"):
         table = _only_samples(read_predictions(_table_file(summary)), {s.sample_id for s in world.samples()})
         result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
@@ -182,39 +189,15 @@ def _run_demo(
     return result
 
 
-def _model_factory() -> Callable[[Any], Any] | None:
-    """While a profile is collected: a model factory whose models time their loading (``load
-    models``) and their calls (``answer <model>``); otherwise ``None`` (the runner's own factory)."""
-    from tempcore import profiling
-
-    if not profiling.active():
-        return None
-
-    def factory(spec: Any) -> Any:
-        from tempcore.models import load_model
-
-        with profiling.section("load models"):
-            return _TimedModel(load_model(spec))
-
-    return factory
-
-
-class _TimedModel:
-    """A loaded model whose ``answer`` calls are timed under ``answer <name>``; everything else
-    is the model's own (attributes are looked up on it)."""
-
-    def __init__(self, model: Any) -> None:
-        self._model = model
-        self._section = f"answer {model.name}"
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._model, name)
-
-    def answer(self, requests: Any, *args: Any, **kwargs: Any) -> Any:
-        from tempcore import profiling
-
-        with profiling.section(self._section):
-            return self._model.answer(requests, *args, **kwargs)
+def _side_run(cfg: Any, out: Path) -> dict[str, Any]:
+    """The demo's configuration as a mapping for one of its short side runs into ``out``: the same
+    models and settings, answered in threads of this process (``model_processes`` off: starting the
+    workers, about 5 s here, costs more than they save on a run of a few seconds)."""
+    raw = dict(cfg.to_dict())
+    raw.pop("source", None)
+    raw["out"] = str(out)
+    raw["model_processes"] = False
+    return raw
 
 
 GROUNDING_CONDITIONS: tuple[dict[str, Any], ...] = (
@@ -250,9 +233,7 @@ def demo_grounding(
     from tempcore.world.hf_answerer import HF_NAME
 
     samples = grounding_samples(world.scenes)
-    raw = dict(cfg.to_dict())
-    raw.pop("source", None)
-    raw["out"] = str(out / "grounding-run")
+    raw = _side_run(cfg, out / "grounding-run")
     raw["benchmarks"] = [{"name": "grounding", "annotations": str(world.grounding), "video_root": str(world.root),
                           "options": {"benchmark_name": GROUNDING_BENCHMARK}}]
     hf = [m for m in raw["models"] if m.get("name") == HF_NAME]
@@ -260,7 +241,7 @@ def demo_grounding(
     raw["conditions"] = [*GROUNDING_CONDITIONS, *([GROUNDING_MODEL_CONDITION] if hf else [])]
     gcfg = RunConfig.from_dict(raw, source="tempcore demo (grounding)")
     log(f"grounding: {len(samples)} questions with planted windows, into {out / 'grounding-run'}")
-    summary = run(gcfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
+    summary = run(gcfg, progress=progress, log=log, recompute=True)
     table = None if summary.predictions_file is None else pq.read_table(summary.predictions_file)
     if table is not None:
         table = _only_samples(table, {s.sample_id for s in samples})
@@ -328,9 +309,7 @@ def demo_mba(
     from tempcore.runner import run
     from tempcore.tidy import read_predictions
 
-    raw = dict(cfg.to_dict())
-    raw.pop("source", None)
-    raw["out"] = str(out / "binary-run")
+    raw = _side_run(cfg, out / "binary-run")
     raw["benchmarks"] = [{**dict(b), "binary": True, "limit": MBA_QUESTIONS} for b in raw["benchmarks"]]
     raw["conditions"] = [{"strategy": MBA_CONDITION}]
     # The HF answerer reads its whole reply here: trained on four options, it often names C or D of
@@ -340,7 +319,7 @@ def demo_mba(
                      for m in raw["models"]]
     bcfg = RunConfig.from_dict(raw, source="tempcore demo (binary)")
     log(f"binarised world: {MBA_CONDITION} only, into {out / 'binary-run'}")
-    summary = run(bcfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
+    summary = run(bcfg, progress=progress, log=log, recompute=True)
     binary = read_predictions(_table_file(summary))
     mba = {r["model"]: r for r in mba_table(binary).overall if r["strategy"] == MBA_CONDITION}
     # the multiple-choice accuracy over the same questions (the originals of the binary groups)
@@ -441,9 +420,7 @@ def demo_order(
                 "skipped": f"the world's {n} questions include no order question ({', '.join(ORDER_SENSITIVE_FAMILIES)})"}
     folder = out / "order"
     annotations = write_annotations(folder / "annotations.jsonl", rows)
-    raw = dict(cfg.to_dict())
-    raw.pop("source", None)
-    raw["out"] = str(out / "order-run")
+    raw = _side_run(cfg, out / "order-run")
     raw["benchmarks"] = [{"name": "generic", "annotations": str(annotations), "video_root": str(world.root),
                           "options": {"benchmark_name": BENCHMARK_NAME}}]
     raw["conditions"] = [dict(c) for c in ORDER_CONDITIONS]
@@ -625,7 +602,7 @@ def demo_visual(
         "models": models if models is not None else [spec.to_dict() for spec in zoo_specs()],
         "conditions": [{"strategy": "uniform"}], "request_batch": 16,
     }, source="tempcore demo --visual")
-    summary = run(cfg, progress=progress, log=log, recompute=True, model_factory=_model_factory())
+    summary = run(cfg, progress=progress, log=log, recompute=True)
     if summary.predictions_file is None:  # pragma: no cover - pyarrow missing
         raise RuntimeError("tempcore demo --visual needs pyarrow (the run's predictions table)")
     table = read_predictions(summary.predictions_file)

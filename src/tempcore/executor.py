@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from tempcore import profiling
 from tempcore.errors import TempcoreError
 from tempcore.ordered import ordered_map
 from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_chunks, answer_units, damage_of
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.framestore import FrameStore, RunKeeper
     from tempcore.models.base import Model, ModelRequest, ModelResponse, ModelSpec
+    from tempcore.models.hosted import ModelHost
     from tempcore.scoring import FrameScores, ScoreFailure
     from tempcore.store import RunStore
     from tempcore.video import FrameBatch
@@ -160,6 +162,9 @@ class AnswerSettings:
     #: models the local executor answers at once (``parallel_models``; the Ray executor has its own
     #: ``concurrent_models``)
     parallel_models: int = 1
+    #: with ``parallel_models`` > 1, load and answer each answering thread's models in a worker
+    #: process of its own (``model_processes``, :mod:`tempcore.models.hosted`)
+    model_processes: bool = False
 
 
 class EncoderIdentity(Protocol):
@@ -548,7 +553,8 @@ def _ask(model: Model, batch: Sequence[Prepared], identity: Identity | None) -> 
     """One ``model.answer`` call for ``batch`` (one method), as results in batch order."""
     how = batch[0].method
     requests = [p.request for p in batch]
-    responses = model.answer(requests, method=how)
+    with profiling.section(f"answer {model.name}"):
+        responses = model.answer(requests, method=how)
     if len(responses) != len(requests):
         raise RunError(f"model {model.name} returned {len(responses)} responses for {len(requests)} requests")
     return Answered(tuple(p.item for p in batch), tuple(to_prediction(p.item, model.name, p.request, resp, how, identity)
@@ -964,15 +970,16 @@ def _stream_to_store(
 
 
 def load_quietly(factory: ModelFactory, spec: ModelSpec, progress: bool) -> Model:
-    """``factory(spec)``; with progress off, transformers' "Loading weights" bars are off too (not
-    for a served model, ``backend: openai``, which loads no weights: importing transformers only to
-    silence its bars would cost seconds)."""
-    if progress or spec.backend == "openai":
-        return factory(spec)
-    from tempcore.encoders.hf import progress_bars
+    """``factory(spec)``, timed as ``load models`` (:mod:`tempcore.profiling`); with progress off,
+    transformers' "Loading weights" bars are off too (not for a served model, whose spec does not
+    ``loads_weights``: importing transformers only to silence its bars would cost seconds)."""
+    with profiling.section("load models"):
+        if progress or not spec.loads_weights:
+            return factory(spec)
+        from tempcore.encoders.hf import progress_bars
 
-    with progress_bars(False):
-        return factory(spec)
+        with progress_bars(False):
+            return factory(spec)
 
 
 class _SharedJob:
@@ -1066,6 +1073,22 @@ def _answer_job(
         model.close()
 
 
+def _backends(models: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The backends of a run's model entries that load weights (what its model workers import first);
+    an entry that does not resolve is left to the configuration check."""
+    from tempcore.models.registry import as_spec
+
+    found = set()
+    for entry in models:
+        try:
+            spec = as_spec({k: v for k, v in entry.items() if k != "method"})
+        except Exception:  # noqa: BLE001 - reported by the run's configuration check, not here
+            continue
+        if spec.loads_weights:
+            found.add(spec.backend)
+    return sorted(found)
+
+
 class LocalExecutor:
     """The in-process executor: scores frames with one encoder, then answers the models' jobs.
 
@@ -1085,7 +1108,13 @@ class LocalExecutor:
     models (their requests wait on the network). When a thread fails, the others stop after their
     current group (committed), no further chunk is started, and the first error is raised; an
     interrupt stops them the same way. The runner hands an early-stopped oracle's waves over one
-    model at a time (each model kept loaded across its waves), so those go one after the other."""
+    model at a time (each model kept loaded across its waves), so those go one after the other.
+
+    With ``model_processes`` as well, each answering thread loads its models in a worker process
+    of its own (:class:`tempcore.models.hosted.ModelHost`, with the run's factory), so that models
+    answering side by side do not share this process's interpreter lock; served models (a spec
+    that does not ``loads_weights``) stay here. The workers start in :meth:`prepare`, importing
+    the models' backends while this process scores the frames, and end in :meth:`close`."""
 
     name = "local"
 
@@ -1100,12 +1129,16 @@ class LocalExecutor:
         #: :mod:`tempcore.framestore`); ``False`` decodes them again for every unit and model
         self.keep_frames = keep_frames
         self.frames: FrameStore | None = None
+        #: the model worker processes (``model_processes``), one per answering thread
+        self.hosts: list[ModelHost] = []
 
     def prepare(
         self, cfg: RunConfig, *, encoder: FrameTextEncoder | None, progress: bool,
     ) -> FrameTextEncoder | None:
         if encoder is not None:
             self.encoder = encoder
+        if cfg.model_processes and cfg.parallel_models > 1:
+            self._start_hosts(min(cfg.parallel_models, len(cfg.models)), _backends(cfg.models))
         if cfg.needs_encoder and self.encoder is None:
             from tempcore.encoders import load_encoder
             from tempcore.encoders.hf import progress_bars
@@ -1118,8 +1151,6 @@ class LocalExecutor:
         self, samples: Sequence[Sample], modes: Sequence[str], *, cfg: RunConfig, cache: EmbeddingCache | None,
         video_root: str | None, label: str, log: Callable[[str], None], progress: bool,
     ) -> Timelines:
-        from tempcore import profiling
-
         keep = None
         if self.keep_frames:
             from functools import partial
@@ -1152,10 +1183,18 @@ class LocalExecutor:
         from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
         scheduler = _Scheduler(jobs)
-        loading = threading.Lock()
+        loading, saying = threading.Lock(), threading.Lock()
         decoders = max(1, default_decoders() // workers)
+        if settings.model_processes:
+            self._start_hosts(workers, sorted({job.spec.backend for job in jobs}))
 
-        def work() -> None:
+        def load(slot: int, spec: ModelSpec) -> Model:
+            if settings.model_processes and spec.loads_weights:
+                return self.hosts[slot].load(spec, factory, quiet=not progress)
+            with loading:  # transformers patches global initialisers while it loads: one at a time here
+                return load_quietly(factory, spec, progress)
+
+        def work(slot: int) -> None:
             held: _SharedJob | None = None
             model: Model | None = None
             try:
@@ -1169,10 +1208,10 @@ class LocalExecutor:
                             model.close()
                             model = None
                         held = shared
-                        with loading:
-                            if index is None:
+                        if index is None:
+                            with saying:
                                 log(shared.job.describe())
-                            model = load_quietly(factory, shared.job.spec, progress)
+                        model = load(slot, shared.job.spec)
                     assert model is not None
                     if index is None:
                         units: list[Sequence[WorkItem]] = list(
@@ -1196,7 +1235,7 @@ class LocalExecutor:
                     model.close()
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tempcore-model") as pool:
-            futures = [pool.submit(work) for _ in range(workers)]
+            futures = [pool.submit(work, slot) for slot in range(workers)]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
             finally:  # an error in one thread, or an interrupt here: stop the others, then wait for them
@@ -1205,6 +1244,13 @@ class LocalExecutor:
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise errors[0]  # type: ignore[misc]
+
+    def _start_hosts(self, n: int, warm: Sequence[str]) -> None:
+        """Have at least ``n`` model worker processes (started now; ``warm``: backends they import)."""
+        from tempcore.models.hosted import ModelHost
+
+        while len(self.hosts) < n:
+            self.hosts.append(ModelHost(warm=warm))
 
     @staticmethod
     def _answer_chunk(
@@ -1233,7 +1279,13 @@ class LocalExecutor:
             shared.job.summary.seconds += time.perf_counter() - shared.started
 
     def close(self) -> None:
-        """Drop the kept frames (the encoder belongs to the caller or to this run's process)."""
+        """Drop the kept frames and end the model worker processes (the encoder belongs to the caller
+        or to this run's process)."""
+        hosts, self.hosts = self.hosts, []
+        if hosts:
+            from tempcore.models.hosted import close_all
+
+            close_all(hosts)
         if self.frames is not None:
             from tempcore.framestore import active_store, use_store
 

@@ -445,7 +445,8 @@ def _execute(
                                  replace=again))
         settings = AnswerSettings(video_root_of={p.name: p.video_root for p in plans},
                                   noframe_size=cfg.noframe_size, max_frames_in_memory=cfg.max_frames_in_memory,
-                                  request_batch=cfg.request_batch, parallel_models=cfg.parallel_models)
+                                  request_batch=cfg.request_batch, parallel_models=cfg.parallel_models,
+                                  model_processes=cfg.model_processes)
         early = _answer_in_waves(executor, jobs, chains, store, run_id, factory=model_factory or _default_factory,
                                  settings=settings, log=log, progress=progress)
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)

@@ -243,6 +243,11 @@ class ModelSpec:
 
     #: Keys of ``extra`` the backend understands, with their meaning (``None``: any key is passed on).
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = None
+    #: Whether loading the model loads weights into this process (``False``: a served model, whose
+    #: client is only a connection). A served model's client stays in the run's own process under
+    #: ``model_processes`` (:mod:`tempcore.models.hosted`) and is loaded without silencing
+    #: transformers' bars (importing transformers for it would cost seconds).
+    loads_weights: ClassVar[bool] = True
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ModelSpec:
         backend = kwargs["backend"] if "backend" in kwargs else (args[0] if args else None)

@@ -110,6 +110,7 @@ class OpenAISpec(ModelSpec):
     batch_size: int = spec_key(8, doc="not used over HTTP (concurrency is); accepted for shared settings")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = OPENAI_EXTRA
+    loads_weights: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         super().__post_init__()
