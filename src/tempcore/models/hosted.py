@@ -227,7 +227,10 @@ def serve() -> None:
             reply = ("error", _portable(exc))
         if message[0] == "init":
             continue  # no reply: the caller does not wait for the start-up
-        _write(out, reply)
+        try:
+            _write(out, reply)
+        except OSError:  # the caller hung up mid-call (closed on an interrupt): nothing to answer
+            break
     for model in models.values():
         model.close()
     sys.stderr.flush()
