@@ -1138,7 +1138,9 @@ class LocalExecutor:
         if encoder is not None:
             self.encoder = encoder
         if cfg.model_processes and cfg.parallel_models > 1:
-            self._start_hosts(min(cfg.parallel_models, len(cfg.models)), _backends(cfg.models))
+            warm = _backends(cfg.models)
+            if warm:  # none when every model is served
+                self._start_hosts(min(cfg.parallel_models, len(cfg.models)), warm)
         if cfg.needs_encoder and self.encoder is None:
             from tempcore.encoders import load_encoder
             from tempcore.encoders.hf import progress_bars
@@ -1185,8 +1187,8 @@ class LocalExecutor:
         scheduler = _Scheduler(jobs)
         loading, saying = threading.Lock(), threading.Lock()
         decoders = max(1, default_decoders() // workers)
-        if settings.model_processes:
-            self._start_hosts(workers, sorted({job.spec.backend for job in jobs}))
+        if settings.model_processes and any(job.spec.loads_weights for job in jobs):
+            self._start_hosts(workers, sorted({job.spec.backend for job in jobs if job.spec.loads_weights}))
 
         def load(slot: int, spec: ModelSpec) -> Model:
             if settings.model_processes and spec.loads_weights:
