@@ -205,23 +205,49 @@ def test_a_scene_encodes_to_the_same_bytes_every_time(tmp_path):
     assert len(digests) == 1, digests
 
 
-def test_videos_written_at_once_are_the_same_bytes_as_one_at_a_time(tmp_path):
-    """write_world writes two videos at once (threads, each x264 single-threaded): the files, and the
-    order the progress callback reports, are those of writing them one after the other."""
+def test_videos_written_at_once_are_the_same_bytes_as_one_at_a_time(tmp_path, monkeypatch):
+    """write_world writes two videos at once (forked processes while this process runs no other
+    thread, else threads; each x264 single-threaded): the files, and the order the progress
+    callback reports, are those of writing them one after the other, either way."""
     import hashlib
+    import threading
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
-    from tempcore.world.generator import write_world
+    from tempcore.world.generator import _writer_pool, write_world
 
     world = plan_world(12, seed=5)
-    seen: dict[int, list[int]] = {1: [], 2: []}
+    seen: dict[str, list[int]] = {}
     digests = {}
-    for writers in (1, 2):
-        root = write_world(world, tmp_path / f"w{writers}", writers=writers,
-                           progress=lambda done, _total, w=writers: seen[w].append(done)).root
-        digests[writers] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
-                            for p in sorted((root / "videos").glob("*.mp4"))}
-    assert len(digests[1]) == len(world.scenes) and digests[2] == digests[1]
-    assert seen[1] == seen[2] == list(range(1, len(world.scenes) + 1))
+    other = threading.Event()
+    kinds = {}
+
+    def write(name: str, writers: int) -> None:
+        with _writer_pool(writers) as pool:
+            kinds[name] = type(pool)
+        seen[name] = []
+        root = write_world(world, tmp_path / name, writers=writers,
+                           progress=lambda done, _total: seen[name].append(done)).root
+        digests[name] = {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+                         for p in sorted((root / "videos").glob("*.mp4"))}
+
+    write("one", 1)
+    if threading.active_count() != 1:  # an earlier test of the suite left an idle thread behind
+        with monkeypatch.context() as m:
+            m.setattr(threading, "active_count", lambda: 1)
+            write("processes", 2)
+    else:
+        write("processes", 2)
+    waiting = threading.Thread(target=other.wait)  # another thread: forking is no longer safe
+    waiting.start()
+    try:
+        write("threads", 2)
+    finally:
+        other.set()
+        waiting.join()
+    assert kinds == {"one": ThreadPoolExecutor, "processes": ProcessPoolExecutor, "threads": ThreadPoolExecutor}
+    assert len(digests["one"]) == len(world.scenes)
+    assert digests["processes"] == digests["one"] and digests["threads"] == digests["one"]
+    assert seen["one"] == seen["processes"] == seen["threads"] == list(range(1, len(world.scenes) + 1))
 
 
 def test_annotations_load_as_generic_benchmark(small_world):

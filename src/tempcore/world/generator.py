@@ -625,17 +625,36 @@ def generate_world(
 
 
 VIDEO_WRITERS = 2
-"""Videos a world writes at once (threads; each x264 encoder single-threaded, so the files are the
-same bytes as written one at a time, tested). Rendering is numpy, encoding is libx264 without the
-GIL, so two writers can use two cores (the gain was not measured separately)."""
+"""Videos a world writes at once (each x264 encoder single-threaded, so the files are the same bytes
+as written one at a time, tested). Rendering is numpy, encoding is libx264 without the GIL.
+
+The writers are forked processes where that is safe: the platform forks and this process runs no
+other thread (a fork copies no lock another thread could hold); otherwise threads. Processes do
+not share an interpreter lock, which the rendering's many small numpy operations hold: the
+demo's 150 videos in 5.0-5.1 s with two processes against 7.8 s with two threads, the same bytes
+(measured on a 2-core machine)."""
+
+
+def _writer_pool(n: int) -> Any:
+    """``n`` video writers: forked processes when :data:`VIDEO_WRITERS` says it is safe, else threads."""
+    import multiprocessing
+    import threading
+    from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+    if n > 1 and threading.active_count() == 1 and "fork" in multiprocessing.get_all_start_methods():
+        return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork"))
+    return ThreadPoolExecutor(max_workers=n, thread_name_prefix="tempcore-world")
+
+
+def _write_scene(task: tuple[Scene, Path, int]) -> Path:
+    scene, path, crf = task
+    return write_scene_video(scene, path, crf=crf)
 
 
 def write_world(world: World, out_dir: str | Path, *,
                 progress: Callable[[int, int], None] | None = None, writers: int | None = None) -> WorldManifest:
     """Write a planned world into ``out_dir`` (see :func:`generate_world`); ``writers``: videos
     written at once (default :data:`VIDEO_WRITERS`, at most the machine's cores)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     root = Path(out_dir)
     try:
         root.mkdir(parents=True, exist_ok=True)
@@ -644,11 +663,9 @@ def write_world(world: World, out_dir: str | Path, *,
     total = len(world.scenes)
     n = max(1, min(writers or VIDEO_WRITERS, os.cpu_count() or 1, total or 1))
 
-    def write(scene: Scene) -> Path:
-        return write_scene_video(scene, root / VIDEO_DIR / f"{scene.video_id}.mp4", crf=world.config.crf)
-
-    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="tempcore-world") as pool:
-        for i, _path in enumerate(pool.map(write, world.scenes)):
+    tasks = [(scene, root / VIDEO_DIR / f"{scene.video_id}.mp4", world.config.crf) for scene in world.scenes]
+    with _writer_pool(n) as pool:
+        for i, _path in enumerate(pool.map(_write_scene, tasks)):
             if progress is not None:
                 progress(i + 1, total)
     annotations = write_annotations(root / ANNOTATIONS_FILE, world.rows())
