@@ -631,8 +631,8 @@ as written one at a time, tested). Rendering is numpy, encoding is libx264 witho
 The writers are forked processes where that is safe: the platform forks and this process runs no
 other thread (a fork copies no lock another thread could hold); otherwise threads. Processes do
 not share an interpreter lock, which the rendering's many small numpy operations hold: the
-demo's 150 videos in 5.0-5.1 s with two processes against 7.8 s with two threads, the same bytes
-(measured on a 2-core machine)."""
+demo's 150 videos in 4.9-5.0 s with two processes against 8.0 s with two threads, the same bytes
+(``benchmarks/world_writers.py`` on a 2-core machine)."""
 
 
 def _writer_pool(n: int) -> Any:
