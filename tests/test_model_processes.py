@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow.parquet as pq
 import pytest
 
+from helpers.demo_runs import demo_run_config, table_rows
 from helpers.worker_models import DIE_ENV, PIDS_ENV, failing_factory, recording_factory
 from tempcore.config import ConfigError, RunConfig
 from tempcore.models import ModelError, load_model
@@ -23,7 +23,6 @@ from tempcore.runner import run
 
 N_QUESTIONS = 6
 MODELS = ("zoo-mean", "zoo-order", "zoo-idefics3")
-VOLATILE = {"run_id", "created_at", "latency_s"}
 TOTAL = len(MODELS) * N_QUESTIONS * 22  # every demo condition
 
 
@@ -35,22 +34,11 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _config(world: Any, out: Path, **changes: Any) -> RunConfig:
-    from tempcore.demo import demo_config
-
-    raw = dict(demo_config(world, out, cache=out.parent / f"{out.name}-cache").to_dict())
-    raw.pop("source", None)
-    raw["models"] = [m for m in raw["models"] if (m.get("name") or m["model"]) in MODELS]
-    raw["request_batch"] = 4  # a job spans several chunks: both threads answer some model
-    raw.update(changes)
-    return RunConfig.from_dict(raw, source="test_model_processes")
+    return demo_run_config(world, out, MODELS, source="test_model_processes", **changes)
 
 
 def _rows(summary: Any) -> list[dict[str, Any]]:
-    assert summary.predictions_file is not None
-    rows = pq.read_table(summary.predictions_file).to_pylist()
-    key = ("model", "sample_id", "condition", "rotation")
-    return sorted(({k: v for k, v in r.items() if k not in VOLATILE} for r in rows),
-                  key=lambda r: tuple(str(r[k]) for k in key))
+    return table_rows(summary.predictions_file)
 
 
 def _quiet(cfg: RunConfig, **kwargs: Any) -> Any:

@@ -9,9 +9,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
+from helpers.demo_runs import demo_run_config, table_rows
 from tempcore.config import ConfigError, RunConfig
 from tempcore.models import load_model
 from tempcore.planning import CHUNK_BATCHES, answer_chunks
@@ -19,7 +19,6 @@ from tempcore.runner import run
 
 N_QUESTIONS = 6
 MODELS = ("zoo-mean", "zoo-order", "zoo-idefics3")
-VOLATILE = {"run_id", "created_at", "latency_s"}
 
 
 @pytest.fixture(scope="module")
@@ -30,14 +29,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def _config(world: Any, out: Path, **changes: Any) -> RunConfig:
-    from tempcore.demo import demo_config
-
-    raw = dict(demo_config(world, out, cache=out.parent / f"{out.name}-cache").to_dict())
-    raw.pop("source", None)
-    raw["models"] = [m for m in raw["models"] if (m.get("name") or m["model"]) in MODELS]
-    raw["request_batch"] = 4  # chunks of CHUNK_BATCHES x 4 items: a job spans several chunks
-    raw.update(changes)
-    return RunConfig.from_dict(raw, source="test_parallel_models")
+    return demo_run_config(world, out, MODELS, source="test_parallel_models", **changes)
 
 
 class _Recorder:
@@ -66,12 +58,7 @@ def _run(cfg: RunConfig, **factory: Any) -> tuple[list[dict[str, Any]], list[tup
         return _Recorder(model, calls, fail[1] if fail and fail[0] == model.name else None)
 
     summary = run(cfg, progress=False, log=lambda _m: None, model_factory=make)
-    assert summary.predictions_file is not None
-    rows = pq.read_table(summary.predictions_file).to_pylist()
-    key = ("model", "sample_id", "condition", "rotation")
-    rows = sorted(({k: v for k, v in r.items() if k not in VOLATILE} for r in rows),
-                  key=lambda r: tuple(str(r[k]) for k in key))
-    return rows, calls
+    return table_rows(summary.predictions_file), calls
 
 
 def _batches(calls: list[tuple[str, str, tuple[str, ...]]]) -> set[tuple[str, frozenset[str]]]:
