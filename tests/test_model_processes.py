@@ -75,14 +75,20 @@ def _pids(path: Path) -> dict[int, set[str]]:
     return found
 
 
+@pytest.fixture
+def worker_run(world: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[RunConfig, Path]:
+    """A run configuration answering in two worker processes, and the file the workers note their pids in."""
+    pids = tmp_path / "pids.txt"
+    monkeypatch.setenv(PIDS_ENV, str(pids))
+    return _config(world, tmp_path / "run", parallel_models=2, model_processes=True), pids
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_workers_answer_exactly_as_this_process_and_end_with_the_run(
-    world: Any, tmp_path: Path, reference: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
+    worker_run: tuple[RunConfig, Path], reference: list[dict[str, Any]],
 ) -> None:
-    pids = tmp_path / "pids.txt"
-    monkeypatch.setenv(PIDS_ENV, str(pids))
-    cfg = _config(world, tmp_path / "run", parallel_models=2, model_processes=True)
+    cfg, pids = worker_run
     rows = _rows(_quiet(cfg, model_factory=recording_factory))
     assert len(rows) == TOTAL
     assert rows == reference  # the same answers and option probabilities, to the last bit
@@ -95,12 +101,10 @@ def test_workers_answer_exactly_as_this_process_and_end_with_the_run(
 @pytest.mark.slow
 @pytest.mark.usefixtures("one_thread")
 def test_a_worker_that_dies_stops_the_run_naming_the_model_and_a_rerun_resumes(
-    world: Any, tmp_path: Path, reference: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
+    worker_run: tuple[RunConfig, Path], reference: list[dict[str, Any]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    pids = tmp_path / "pids.txt"
-    monkeypatch.setenv(PIDS_ENV, str(pids))
+    cfg, pids = worker_run
     monkeypatch.setenv(DIE_ENV, "zoo-order:3")
-    cfg = _config(world, tmp_path / "run", parallel_models=2, model_processes=True)
     with pytest.raises(ModelError, match=r"model zoo-order: its worker process \(pid \d+\) exited with status 7"):
         _quiet(cfg, model_factory=recording_factory)
     assert not any(_alive(pid) for pid in _pids(pids))  # the other worker was ended too

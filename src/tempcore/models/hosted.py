@@ -120,7 +120,8 @@ class ModelHost:
 
     def _send(self, message: tuple[Any, ...]) -> None:
         assert self._proc is not None and self._proc.stdin is not None
-        pickle.dump(message, self._proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+        data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)  # whole first: a message that
+        self._proc.stdin.write(data)  # does not pickle fails here, before a byte reaches the pipe
         self._proc.stdin.flush()
 
     def close(self) -> None:
