@@ -398,6 +398,29 @@ def test_frame_features_do_not_depend_on_the_other_frames(shipped):
 
 
 @pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("n_options", [2, 3, 4, 5])
+def test_member_scores_do_not_depend_on_the_requests_scored_with_them(shipped, n_options):
+    # a request scored with any others, in a batch of any size, anywhere in it, gets the same scores
+    # to the last bit as in a batch of 48 (a resumed run's calls hold other requests; the two-option
+    # questions of a binarised benchmark once differed in the last bit in batches of 17, 19, 21, ...)
+    rng = np.random.default_rng(n_options)
+    pool = [rng.integers(0, 256, (48, 48, 3), dtype=np.uint8) for _ in range(64)]
+    options = tuple(f"option {c}" for c in "vwxyz"[:n_options])
+    prompt = render_prompt("What colour is the square?", options)
+    for name in A.MEMBERS:
+        answerer = shipped[name].answerer
+        for k in (1, 3, 8):
+            requests = [ModelRequest(tuple(pool[j] for j in rng.choice(64, k, replace=False)), prompt, options)
+                        for _ in range(48)]
+            reference = answerer.scores(requests)
+            for size in (1, 2, 3, 5, 9, 16, 17, 19, 23, 33):
+                chosen = rng.choice(48, size, replace=False)
+                got = answerer.scores([requests[i] for i in chosen])
+                assert got.shape == (size, n_options)
+                assert torch.equal(got, reference[torch.from_numpy(chosen)]), (name, k, size)
+
+
+@pytest.mark.usefixtures("one_thread")
 def test_zoo_model_answers_a_request_the_same_in_any_call(shipped, tiny_world):
     requests = _requests(tiny_world)
     rotated = []

@@ -54,11 +54,25 @@ class Answerer:
         """Option scores ``(B, n)`` for requests with the same number of options and of images.
 
         ``features``: each request's frame-encoder features ``(K, out_dim)`` (:meth:`frame_features`);
-        without them a frame member encodes the requests' frames itself."""
+        without them a frame member encodes the requests' frames itself.
+
+        A request's scores do not depend on the requests scored with it, to the last bit: torch's CPU
+        matrix products round a small batch, and the last rows of a batch whose row count is not a
+        multiple of a block, otherwise than the rows of a large one (seen: four-option requests in
+        batches of 1-3; two-option ones in batches of 17, 19, 21, ...), so the batch is filled with
+        copies of its first request, whose scores are dropped, up to a multiple of
+        :data:`_HEAD_ROW_BLOCK` requests, at least :data:`_MIN_HEAD_ROWS` (tested:
+        ``test_member_scores_do_not_depend_on_the_requests_scored_with_them``)."""
         import torch
 
         from tempcore.world.answerers.text import _bag, question_text
 
+        size = len(requests)
+        fill = max(_MIN_HEAD_ROWS, -(-size // _HEAD_ROW_BLOCK) * _HEAD_ROW_BLOCK) - size
+        if fill:
+            requests = [*requests, *[requests[0]] * fill]
+            if features is not None:
+                features = [*features, *[features[0]] * fill]
         n = len(requests[0].options)
         questions = [question_text(r.prompt, n) for r in requests]
         options = [o for r in requests for o in r.options]
@@ -68,7 +82,7 @@ class Answerer:
         with torch.inference_mode():
             scores: torch.Tensor = self.net(None, _bag(self.codec, questions), _bag(self.codec, options), n,
                                             features=stacked)
-        return scores
+        return scores[:size]
 
     def frame_features(self, requests: Sequence[ModelRequest]) -> list[torch.Tensor]:
         """The frame encoder's features of each request's images, ``(K, out_dim)`` per request (a
@@ -112,6 +126,8 @@ class Answerer:
 
 _EDGE_ROWS = 1  # blank frames before and after the images a member encodes at once
 _MIN_ROWS = 16  # ... and the fewest rows of such a batch
+_MIN_HEAD_ROWS = 16  # the fewest requests the heads score at once (see Answerer.scores) ...
+_HEAD_ROW_BLOCK = 8  # ... and a multiple of how many they score at once
 
 
 def _grey_image(side: int = IMAGE_SIDE) -> np.ndarray:
@@ -202,7 +218,8 @@ class ZooSpec(ModelSpec):
 
     device: str = spec_key("auto", doc="auto (cpu: the members are tiny) or a torch device")
     dtype: str = spec_key("auto", doc="auto or float32 (the members run in float32)")
-    batch_size: int = spec_key(8, doc="requests per forward pass")
+    batch_size: int = spec_key(16, doc="requests per forward pass (a batch is filled up to a multiple of 8, at "
+                                       "least 16, with copies, so that no answer depends on its batch)")
     max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {"zoo_dir": "the folder of the members (default the shipped zoo)"}
