@@ -314,7 +314,7 @@ class HFFrameTextEncoder:
         ident = str(id_or_path)
         local = Path(ident).expanduser()
         source = str(local) if local.is_dir() else ident
-        common = {"revision": revision, "trust_remote_code": trust_remote_code}
+        common: dict[str, Any] = {"revision": revision, "trust_remote_code": trust_remote_code}
 
         def supported(family: Any) -> None:
             if family not in FAMILIES:

@@ -43,7 +43,8 @@ def without_video_processor(processor_cls: type[Any]) -> type[Any]:
 
     Its ``get_attributes()`` leaves ``video_processor`` out (so ``from_pretrained`` neither looks
     for nor builds one, and ``save_pretrained`` writes none), and ``from_pretrained`` passes
-    ``None`` in the video processor's position for constructors that require the argument.
+    ``None`` as the video processor to constructors that require the argument (in its position
+    before transformers 5.25, as an entry of the processor's dict since).
     The ``__init__`` is the parent's, so every saved processor option reloads. Such a
     processor handles images and text only.
     """
@@ -59,10 +60,18 @@ def without_video_processor(processor_cls: type[Any]) -> type[Any]:
 
         @classmethod
         def _get_arguments_from_pretrained(cls, *args: Any, **kwargs: Any) -> list[Any]:
+            # transformers < 5.25: the sub-processors are positional arguments
             arguments = list(super()._get_arguments_from_pretrained(*args, **kwargs))
             if position is not None and position <= len(arguments):
                 arguments.insert(position, None)
             return arguments
+
+        @classmethod
+        def from_dict(cls, processor_dict: dict[str, Any], **kwargs: Any) -> Any:
+            # transformers >= 5.25: the sub-processors are entries of the processor's dict
+            if position is not None:
+                processor_dict = {**processor_dict, "video_processor": None}
+            return super().from_dict(processor_dict, **kwargs)
 
     ImagesOnlyProcessor.__name__ = processor_cls.__name__
     ImagesOnlyProcessor.__qualname__ = processor_cls.__qualname__
