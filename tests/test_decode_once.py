@@ -189,3 +189,42 @@ def test_demo_profile_prints_where_the_time_goes_and_changes_no_answer(tmp_path:
     for name in ("decode", "encode", "answer zoo-mean", "answer zoo-text", "diagnostics", "report", "world",
                  "audit run", "grounding", "binary (MBA)", "decoding passes"):
         assert name in table, name
+
+
+def test_two_runs_in_two_threads_count_their_own_decodes(world: Any, tmp_path: Path) -> None:
+    # the counter of a run follows its work into its threads (scoring, answering) and no further:
+    # two runs at once in one process each count one pass per video, and a counter around both
+    # (its context carried into their threads) counts both
+    import threading
+
+    from tempcore.ordered import in_context
+
+    videos = _videos(world)
+    together = threading.Barrier(2, timeout=120)
+
+    def factory(spec: Any) -> Any:  # each run loads its models after scoring: both are mid-run here
+        together.wait()
+        return load_model(spec)
+
+    summaries: dict[str, Any] = {}
+    errors: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            summaries[name] = run(_config(world, tmp_path / name, tmp_path / f"cache-{name}"), progress=False,
+                                  log=lambda _m: None, model_factory=factory)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+            together.abort()
+
+    with count_decodes() as both:
+        threads = [threading.Thread(target=in_context(one), args=(name,)) for name in ("a", "b")]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    for name in ("a", "b"):
+        assert summaries[name].decodes == {"videos": videos, "passes": videos, "max_per_video": 1,
+                                           "per_video": 1.0, "by_kind": {"read": videos}}, name
+    assert both.summary()["passes"] == 2 * videos and both.summary()["videos"] == videos

@@ -37,7 +37,7 @@ import numpy as np
 
 from tempcore import profiling
 from tempcore.errors import TempcoreError
-from tempcore.ordered import ordered_map
+from tempcore.ordered import in_context, ordered_map
 from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_chunks, answer_units, damage_of
 from tempcore.records import Condition, Failure, Prediction, Sample
 
@@ -962,7 +962,7 @@ def _stream_to_store(
         for answered in stream:
             if writing is not None:
                 writing.result()  # the previous group is stored (its error raised here)
-            writing = writer.submit(store_group, answered)
+            writing = writer.submit(in_context(store_group), answered)
             if stop is not None and stop.is_set():
                 break
         if writing is not None:
@@ -1237,7 +1237,7 @@ class LocalExecutor:
                     model.close()
 
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tempcore-model") as pool:
-            futures = [pool.submit(work, slot) for slot in range(workers)]
+            futures = [pool.submit(in_context(work), slot) for slot in range(workers)]
             try:
                 wait(futures, return_when=FIRST_EXCEPTION)
             finally:  # an error in one thread, or an interrupt here: stop the others, then wait for them

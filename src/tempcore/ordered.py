@@ -1,14 +1,31 @@
-"""Work done ahead in threads and handed on in order (frame scoring, the decoding before answering)."""
+"""Work done ahead in threads and handed on in order (frame scoring, the decoding before answering),
+and :func:`in_context`, which every thread tempcore starts for work that may decode runs its work
+through: a thread starts in a copy of its starter's :mod:`contextvars` context, so what a run counts
+in its own context (its decoding passes, :func:`tempcore.video.count_decodes`) follows its work into
+its threads, and two runs in two threads of one process count apart."""
 
 from __future__ import annotations
 
+import contextvars
 from collections import deque
 from collections.abc import Callable, Generator, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TypeVar
+from typing import ParamSpec, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+P = ParamSpec("P")
+
+
+def in_context(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn``, to be called in another thread, run in a copy of the calling thread's context as it is
+    now (a fresh copy at each call, so that calls in several threads at once never share one)."""
+    context = contextvars.copy_context()
+
+    def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        return context.copy().run(fn, *args, **kwargs)
+
+    return run
 
 
 def ordered_map(
@@ -27,17 +44,18 @@ def ordered_map(
         yield from (fn(item) for item in items)
         return
     todo = iter(items)
+    task = in_context(fn)
     pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name)
     pending: deque[Future[R]] = deque()
     try:
         for item in todo:
-            pending.append(pool.submit(fn, item))
+            pending.append(pool.submit(task, item))
             if len(pending) >= max(1, ahead or threads):
                 break
         while pending:
             ready = pending.popleft().result()
             for item in todo:
-                pending.append(pool.submit(fn, item))
+                pending.append(pool.submit(task, item))
                 break
             yield ready
     finally:
@@ -50,4 +68,4 @@ def ordered_map(
                     discard(future.result())
 
 
-__all__ = ["ordered_map"]
+__all__ = ["in_context", "ordered_map"]

@@ -45,7 +45,7 @@ from tempcore import profiling
 from tempcore.encoders.base import FrameTextEncoder, SupportsPreparedImages, TextEncoding
 from tempcore.encoders.cache import CachedEmbeddings, CacheKey, EmbeddingCache, default_cache_dir
 from tempcore.errors import TempcoreError
-from tempcore.ordered import ordered_map
+from tempcore.ordered import in_context, ordered_map
 from tempcore.records import Sample
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ def _background(
             if close is not None:
                 close()
 
-    thread = threading.Thread(target=work, name="tempcore-pipeline", daemon=True)
+    thread = threading.Thread(target=in_context(work), name="tempcore-pipeline", daemon=True)
     thread.start()
     try:
         while True:

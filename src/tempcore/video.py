@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import contextvars
 import math
 import os
 import re
@@ -165,7 +166,7 @@ class FrameIndexError(VideoError, IndexError):
 
 
 class DecodeCounter:
-    """Decoding passes made in this process while it is active (:func:`count_decodes`), per video.
+    """Decoding passes made in its context while it is active (:func:`count_decodes`), per video.
 
     A *pass* is one iteration of :class:`VideoReader`, one :func:`probe` or one :func:`read_frames`
     (each opens the file and decodes it from the start, or from a seek, onwards). A *video* is a
@@ -193,30 +194,27 @@ class DecodeCounter:
                     "per_video": round(passes / videos, 3) if videos else 0.0, "by_kind": dict(sorted(self.by_kind.items()))}
 
 
-_COUNTERS: list[DecodeCounter] = []
-_COUNTERS_LOCK = threading.Lock()
+_COUNTERS: contextvars.ContextVar[tuple[DecodeCounter, ...]] = contextvars.ContextVar(
+    "tempcore_decode_counters", default=()
+)
 
 
 @contextlib.contextmanager
 def count_decodes() -> Iterator[DecodeCounter]:
-    """Count every decoding pass of this process (any thread) until the block ends (see
-    :class:`DecodeCounter`). Counters nest: each active one sees every pass."""
+    """Count the decoding passes of this context until the block ends (see :class:`DecodeCounter`):
+    those of this thread and of the threads tempcore starts from it, which run in a copy of its
+    context (:func:`tempcore.ordered.in_context`), so two runs in two threads count apart. Counters
+    nest: each active one sees every pass of the blocks inside it."""
     counter = DecodeCounter()
-    with _COUNTERS_LOCK:
-        _COUNTERS.append(counter)
+    token = _COUNTERS.set((*_COUNTERS.get(), counter))
     try:
         yield counter
     finally:
-        with _COUNTERS_LOCK:
-            _COUNTERS.remove(counter)
+        _COUNTERS.reset(token)
 
 
 def _note_pass(path: str | os.PathLike[str], start: float | None, end: float | None, kind: str) -> None:
-    if not _COUNTERS:  # nothing counts: one list read
-        return
-    with _COUNTERS_LOCK:
-        counters = list(_COUNTERS)
-    for c in counters:
+    for c in _COUNTERS.get():  # nothing counts: one context read
         c.note(path, start, end, kind)
 
 

@@ -252,6 +252,8 @@ def _run_bounded(fn: Any, timeout_s: float) -> Any:
     """``fn()`` in a daemon thread; TimeoutError when it takes longer than ``timeout_s``."""
     import threading
 
+    from tempcore.ordered import in_context
+
     box: dict[str, Any] = {}
 
     def target() -> None:
@@ -260,7 +262,7 @@ def _run_bounded(fn: Any, timeout_s: float) -> Any:
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
 
-    worker = threading.Thread(target=target, name="tempcore-thumbnails", daemon=True)
+    worker = threading.Thread(target=in_context(target), name="tempcore-thumbnails", daemon=True)
     worker.start()
     worker.join(timeout_s)
     if worker.is_alive():
