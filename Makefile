@@ -8,6 +8,8 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 TORCH  ?= torch==2.13.0
 EXTRAS ?= hf,serve,analysis,ray,dev
+# the tested versions of the direct dependencies (see the file); `make install CONSTRAINTS=` takes the newest
+CONSTRAINTS ?= constraints.txt
 STAMP  := $(VENV)/.tempcore-installed
 
 .PHONY: install demo test lint bench clean system-deps
@@ -16,9 +18,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml $(CONSTRAINTS) | $(BIN)/python
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/python -m pip install -q "$(TORCH)"
-	$(BIN)/python -m pip install -q -e ".[$(EXTRAS)]"
+	$(BIN)/python -m pip install -q $(if $(CONSTRAINTS),-c $(CONSTRAINTS)) -e ".[$(EXTRAS)]"
 	@if $(BIN)/python -m pip show -q torchvision >/dev/null 2>&1; then \
 	  echo "warning: torchvision is installed in $(VENV); on CPU machines it breaks transformers' image processors" >&2; fi
 	touch $(STAMP)
