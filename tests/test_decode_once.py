@@ -228,3 +228,25 @@ def test_two_runs_in_two_threads_count_their_own_decodes(world: Any, tmp_path: P
         assert summaries[name].decodes == {"videos": videos, "passes": videos, "max_per_video": 1,
                                            "per_video": 1.0, "by_kind": {"read": videos}}, name
     assert both.summary()["passes"] == 2 * videos and both.summary()["videos"] == videos
+
+
+def test_a_counter_ended_in_another_thread_counts_nothing_more(world: Any) -> None:
+    # a counting block inside a generator that another thread closes: no error, and the counter,
+    # still in this thread's context, counts no later pass
+    import threading
+
+    def counting() -> Any:
+        with count_decodes() as counter:
+            yield counter
+
+    path = Path(world.root) / world.samples()[0].video
+    blocks = counting()
+    counter = next(blocks)
+    read_frames(path, [0], 10.0)
+    assert counter.summary()["passes"] == 1
+    closer = threading.Thread(target=blocks.close)
+    closer.start()
+    closer.join()
+    with count_decodes() as later:
+        read_frames(path, [0], 10.0)
+    assert counter.summary()["passes"] == 1 and later.summary()["passes"] == 1

@@ -179,8 +179,11 @@ class DecodeCounter:
         self.passes: collections.Counter[tuple[str, float | None, float | None]] = collections.Counter()
         self.by_kind: collections.Counter[str] = collections.Counter()
         self._lock = threading.Lock()
+        self.active = True  # False once its block has ended: a copy of the context it stays in counts nothing
 
     def note(self, path: str | os.PathLike[str], start: float | None, end: float | None, kind: str) -> None:
+        if not self.active:
+            return
         with self._lock:
             self.passes[(os.path.abspath(path), start, end)] += 1
             self.by_kind[kind] += 1
@@ -210,7 +213,11 @@ def count_decodes() -> Iterator[DecodeCounter]:
     try:
         yield counter
     finally:
-        _COUNTERS.reset(token)
+        counter.active = False
+        try:
+            _COUNTERS.reset(token)
+        except ValueError:  # the block ended in another context (a generator closed in another thread)
+            _COUNTERS.set(tuple(c for c in _COUNTERS.get() if c is not counter))
 
 
 def _note_pass(path: str | os.PathLike[str], start: float | None, end: float | None, kind: str) -> None:

@@ -56,7 +56,8 @@ class Answerer:
         ``features``: each request's frame-encoder features ``(K, out_dim)`` (:meth:`frame_features`);
         without them a frame member encodes the requests' frames itself.
 
-        A request's scores do not depend on the requests scored with it, to the last bit: torch's CPU
+        A request's scores do not depend on the requests scored with it, to the last bit (on the x86-64
+        CPUs tested, whose kernels this was measured on; the test is what catches another): torch's CPU
         matrix products round a small batch, and the last rows of a batch whose row count is not a
         multiple of a block, otherwise than the rows of a large one (seen: four-option requests in
         batches of 1-3; two-option ones in batches of 17, 19, 21, ...), so the batch is filled with
@@ -68,6 +69,8 @@ class Answerer:
         from tempcore.world.answerers.text import _bag, question_text
 
         size = len(requests)
+        if not size:
+            raise ZooError(f"answerer {self.name!r}: no requests to score")
         fill = max(_MIN_HEAD_ROWS, -(-size // _HEAD_ROW_BLOCK) * _HEAD_ROW_BLOCK) - size
         if fill:
             requests = [*requests, *[requests[0]] * fill]
