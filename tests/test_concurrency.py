@@ -223,16 +223,19 @@ class Clocked:
 def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst(bench, tmp_path, monkeypatch):
     import tempcore.executor as executor
 
-    def latency(request: Any) -> float:  # 60-100 ms, spread, so that answers complete one by one
-        return 0.06 + hashlib.sha256(request.prompt.encode()).digest()[0] / 255 * 0.04
+    def latency(request: Any) -> float:  # 150-250 ms, spread, so that answers complete one by one
+        # (shorter than a commit, so that a stream that waited for each commit would idle the slots;
+        # long enough that a loaded host's scheduling delays are small beside it: with 60-100 ms and
+        # a 120 ms commit the test failed 2 runs in 10 beside six busy loops)
+        return 0.15 + hashlib.sha256(request.prompt.encode()).digest()[0] / 255 * 0.1
 
     model = Clocked("clocked", 16, latency)
     commits: list[tuple[float, float]] = []
     real_commit = executor.commit
 
-    def slow_commit(*args: Any, **kwargs: Any) -> None:  # a store slower than the model: 120 ms a transaction
+    def slow_commit(*args: Any, **kwargs: Any) -> None:  # a store slower than the model: 300 ms a transaction
         started = time.perf_counter()
-        time.sleep(0.12)
+        time.sleep(0.3)
         real_commit(*args, **kwargs)
         commits.append((started, time.perf_counter()))
 

@@ -236,13 +236,14 @@ def test_a_cancelled_submission_is_never_sent_and_frees_its_slot(serve, client) 
     assert second.cancel()  # waiting for the one slot: cancelled before it is sent
     assert first.result(10).ok and third.result(10).ok
     assert second.cancelled() and peer.stats.requests == 2
-    # cancelling one in flight frees the slot for the next: answered 0.5 s later, not 0.9 s
-    model = client(serve(latency_s=0.5), concurrency=1)
+    # cancelling one in flight frees the slot for the next: answered 1.5 s later, not 2.9 s (latencies
+    # long beside a loaded host's delays)
+    model = client(serve(latency_s=1.5), concurrency=1)
     slow, after = model.submit(uniform_requests(1, prefix="slow")[0]), model.submit(uniform_requests(1, prefix="n")[0])
     time.sleep(0.1)
     started = time.perf_counter()
     assert slow.cancel()
-    assert after.result(10).ok and time.perf_counter() - started < 0.8
+    assert after.result(10).ok and time.perf_counter() - started < 2.3
 
 
 def test_close_cancels_what_was_submitted_and_not_answered(serve, client) -> None:
