@@ -213,11 +213,10 @@ def count_decodes() -> Iterator[DecodeCounter]:
     try:
         yield counter
     finally:
-        counter.active = False
-        try:
+        counter.active = False  # inert wherever it stays listed
+        # a block that ends in another context (a generator closed in another thread) cannot unlist it
+        with contextlib.suppress(ValueError):
             _COUNTERS.reset(token)
-        except ValueError:  # the block ended in another context (a generator closed in another thread)
-            _COUNTERS.set(tuple(c for c in _COUNTERS.get() if c is not counter))
 
 
 def _note_pass(path: str | os.PathLike[str], start: float | None, end: float | None, kind: str) -> None:

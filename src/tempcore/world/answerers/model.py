@@ -221,8 +221,9 @@ class ZooSpec(ModelSpec):
 
     device: str = spec_key("auto", doc="auto (cpu: the members are tiny) or a torch device")
     dtype: str = spec_key("auto", doc="auto or float32 (the members run in float32)")
-    batch_size: int = spec_key(16, doc="requests per forward pass (a batch is filled up to a multiple of 8, at "
-                                       "least 16, with copies, so that no answer depends on its batch)")
+    batch_size: int = spec_key(_MIN_HEAD_ROWS, doc=f"requests per forward pass (a batch is filled up to a multiple of "
+                               f"{_HEAD_ROW_BLOCK}, at least {_MIN_HEAD_ROWS}, with copies, so that no answer "
+                               "depends on its batch)")
     max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {"zoo_dir": "the folder of the members (default the shipped zoo)"}
