@@ -8,6 +8,7 @@ a killed driver resumes from the store."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -322,7 +323,8 @@ def ray_head(tmp_path):
             head.wait(timeout=5)
         except subprocess.TimeoutExpired:
             pass
-        os.killpg(head.pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):  # the whole group may have ended with the SIGTERM
+            os.killpg(head.pid, signal.SIGKILL)
         head.wait()
         log.close()
 
