@@ -250,3 +250,36 @@ def test_a_counter_ended_in_another_thread_counts_nothing_more(world: Any) -> No
     with count_decodes() as later:
         read_frames(path, [0], 10.0)
     assert counter.summary()["passes"] == 1 and later.summary()["passes"] == 1
+
+
+def test_each_thread_reads_the_frame_store_its_run_set() -> None:
+    # the cause of a flaky failure of the test above: the active store was one per process, so the
+    # run that set it last replaced the other's, and closing it left the other decoding again
+    import threading
+
+    from tempcore.framestore import active_store, use_store
+    from tempcore.ordered import in_context
+
+    stores = {name: FrameStore() for name in ("a", "b")}
+    set_both = threading.Barrier(2, timeout=30)
+    seen: dict[str, Any] = {}
+
+    def one(name: str) -> None:
+        use_store(stores[name])
+        set_both.wait()  # both have set theirs
+        inner: list[Any] = []
+        t = threading.Thread(target=in_context(lambda: inner.append(active_store())))
+        t.start()
+        t.join()
+        seen[name] = (active_store(), inner[0])
+        use_store(None)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in stores]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name, store in stores.items():
+        assert seen[name] == (store, store), name  # its own, in its answering threads too
+        store.close()
+    assert active_store() is None  # nothing set here

@@ -36,6 +36,7 @@ videos apart).
 
 from __future__ import annotations
 
+import contextvars
 import os
 import shutil
 import tempfile
@@ -344,21 +345,20 @@ def needed_positions(cfg: RunConfig, sample: Sample, timeline: Timeline) -> set[
     return {int(i) for it in items if not it.frames.grey for i in it.frames.indices}
 
 
-_ACTIVE: FrameStore | None = None
+_ACTIVE: contextvars.ContextVar[FrameStore | None] = contextvars.ContextVar("tempcore_frame_store", default=None)
 
 
 def active_store() -> FrameStore | None:
-    """The store :func:`tempcore.executor._load_frames` reads (``None``: decode), in any thread of
-    the process: the answering loop decodes ahead in worker threads."""
-    return _ACTIVE
+    """The store :func:`tempcore.executor._load_frames` reads (``None``: decode): the one set in this
+    context, which the threads a run starts for answering inherit (:func:`tempcore.ordered.in_context`)."""
+    return _ACTIVE.get()
 
 
 def use_store(store: FrameStore | None) -> None:
-    """Make ``store`` the process's active one (the local executor does, for its run; ``None`` when
-    it closes). Two runs at once in one process share the last one set: its frames are what
-    decoding gives for their keys, so answers stay the same (a video it lacks is decoded)."""
-    global _ACTIVE
-    _ACTIVE = store
+    """Make ``store`` the active one of this context (the local executor does, in its run's thread;
+    ``None`` when it closes). Two runs at once in one process, each in its own thread, each read
+    their own store: neither replaces nor closes the other's."""
+    _ACTIVE.set(store)
 
 
 def timelines_of(records: Sequence[Any], modes: Sequence[str]) -> Mapping[str, Timeline]:
