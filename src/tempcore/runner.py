@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,8 @@ __all__ = [
     "to_prediction",
 ]
 
+_runlog = logging.getLogger(__name__)
+
 #: the timeline of one sample (kept under its old private name)
 _Timeline = Timeline
 
@@ -152,6 +155,16 @@ class RunSummary:
     #: decoding passes of this run in this process (:meth:`tempcore.video.DecodeCounter.summary`:
     #: ``videos``, ``passes``, ``max_per_video``, ``per_video``, ``by_kind``); ``None`` for a dry run
     decodes: dict[str, Any] | None = None
+    #: the failed requests of this run grouped by cause, the most frequent first
+    #: (:func:`tempcore.failures.failure_causes`, the first :data:`~tempcore.failures.FIRST_CAUSES`)
+    failure_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``); ``None``: it ran to the end
+    interrupted: str | None = None
+
+    @property
+    def failed(self) -> int:
+        """Requests of this run that failed (in the store's failures table, not answered)."""
+        return sum(m.failed for m in self.models)
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -163,6 +176,9 @@ class RunSummary:
             "models": [vars(m) for m in self.models],
             "predictions_file": self.predictions_file,
             "decodes": self.decodes,
+            "failed": self.failed,
+            "failure_causes": self.failure_causes,
+            "interrupted": self.interrupted,
         }
         if self.oracle_early_stop:
             out["oracle_early_stop"] = self.oracle_early_stop
@@ -350,18 +366,29 @@ def run(
         return _dry_run(cfg, specs, out, store_path, limit=limit, shard=shard, log=log)
 
     from tempcore.encoders.cache import EmbeddingCache, default_cache_dir
+    from tempcore.runlog import SHOWN, narrated, run_log
     from tempcore.store import RunStore
     from tempcore.video import count_decodes
 
-    executor = executor if executor is not None else _executor_for(cfg, names)
-    try:
-        with count_decodes() as decodes:
-            return _execute(cfg, specs, out, store_path, executor, limit=limit, shard=shard, progress=progress,
-                            log=log, model_factory=model_factory, encoder=encoder, recompute=recompute,
-                            cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore,
-                            decodes=decodes)
-    finally:
-        executor.close()
+    with run_log(out):
+        log = narrated(log)
+        executor = executor if executor is not None else _executor_for(cfg, names)
+        try:
+            with count_decodes() as decodes:
+                return _execute(cfg, specs, out, store_path, executor, limit=limit, shard=shard, progress=progress,
+                                log=log, model_factory=model_factory, encoder=encoder, recompute=recompute,
+                                cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore,
+                                decodes=decodes)
+        except KeyboardInterrupt as exc:
+            from tempcore.interrupts import signal_name
+
+            _runlog.warning("run stopped by %s", signal_name(exc), extra=SHOWN)
+            raise
+        except Exception as exc:
+            _runlog.error("run failed: %s", exc, extra=SHOWN)  # the caller reports it
+            raise
+        finally:
+            executor.close()
 
 
 def _executor_for(cfg: RunConfig, model_names: list[str]) -> Executor:
@@ -447,15 +474,43 @@ def _execute(
                                   noframe_size=cfg.noframe_size, max_frames_in_memory=cfg.max_frames_in_memory,
                                   request_batch=cfg.request_batch, parallel_models=cfg.parallel_models,
                                   model_processes=cfg.model_processes)
-        early = _answer_in_waves(executor, jobs, chains, store, run_id, factory=model_factory or _default_factory,
-                                 settings=settings, log=log, progress=progress)
+        early: dict[str, dict[str, int]] = {}
+        stopped: KeyboardInterrupt | None = None
+        try:
+            early = _answer_in_waves(executor, jobs, chains, store, run_id,
+                                     factory=model_factory or _default_factory, settings=settings, log=log,
+                                     progress=progress)
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: what is answered is committed
+            stopped = exc
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)
         totals = {m: n for (m,), n in store.count_by("model").items()}
+        causes = _run_failures(store, run_id) if any(m.failed for m in summaries) else []
     result = RunSummary(str(out), str(store_path), run_id, bench_info, summaries, predictions_file=predictions_file,
-                        oracle_early_stop=early, decodes=None if decodes is None else decodes.summary())
+                        oracle_early_stop=early, decodes=None if decodes is None else decodes.summary(),
+                        failure_causes=causes)
+    if stopped is not None:
+        from tempcore.interrupts import signal_name
+
+        result.interrupted = signal_name(stopped)
+        log(f"stopped by {result.interrupted}: what was answered is stored; rerun the same command to resume")
     _print_summary(result, log)
     _write_summary(out, result, totals)
+    if stopped is not None:
+        raise stopped
     return result
+
+
+def _run_failures(store: RunStore, run_id: str) -> list[dict[str, Any]]:
+    """The failures this run recorded, grouped by cause (the first few), each logged."""
+    from tempcore.failures import FIRST_CAUSES, describe_causes, failure_causes
+
+    mine = [f.failure for f in store.failures() if f.run_id == run_id]
+    for f in mine:
+        _runlog.info("failed: %s/%s %s %s: %s", f.benchmark, f.sample_id, f.model, f.condition, f.error)
+    causes = failure_causes(mine, FIRST_CAUSES)
+    if mine:
+        _runlog.warning("%s", "\n".join(describe_causes(causes, len(mine))))
+    return causes
 
 
 Key = tuple[str, str, str, str]

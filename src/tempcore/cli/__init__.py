@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from tempcore._version import __version__
 from tempcore.errors import TempcoreError
+from tempcore.runlog import LEVELS
 
 
 def command_modules() -> list[str]:
@@ -28,6 +29,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Audit video question-answering benchmarks for temporal grounding.",
     )
     parser.add_argument("--version", action="version", version=f"tempcore {__version__}")
+    parser.add_argument("--log-level", choices=LEVELS, default="warning",
+                        help="show log records of this level and above on stderr (default: warning; a run's "
+                        "folder keeps every level in run.log)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in command_modules():
         importlib.import_module(f"tempcore.cli.{name}").register(sub)
@@ -40,17 +44,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    from tempcore.interrupts import exit_code, signal_name, stop_signals
+    from tempcore.runlog import configure
+
+    configure(args.log_level)
     try:
-        return int(args.func(args) or 0)
+        with stop_signals():  # SIGTERM and SIGHUP stop a command as Ctrl-C does
+            return int(args.func(args) or 0)
     except TempcoreError as exc:
         print(f"tempcore: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `tempcore ... | head`
         sys.stderr.close()
         return 0
-    except KeyboardInterrupt:
-        print("tempcore: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
+        print(f"tempcore: interrupted ({signal_name(exc)})", file=sys.stderr)
+        return exit_code(exc)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,8 +20,27 @@ from typing import Any
 
 from tempcore.errors import TempcoreError
 
+#: the exit code of a run whose requests failed (all else went through; ``--allow-failures``: 0)
+EXIT_FAILED_REQUESTS = 3
+
 #: what a run folder may hold in place of a store, in the order they are looked for
 RUN_TABLES = ("predictions.parquet", "predictions.csv", "predictions.jsonl")
+
+
+def add_progress_arguments(p: argparse.ArgumentParser) -> None:
+    """``--no-progress`` and ``--progress`` (see :func:`progress_wanted`)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--no-progress", action="store_true", help="no progress bars")
+    g.add_argument("--progress", action="store_true",
+                   help="progress bars even when stderr is not a terminal (by default they are drawn on a terminal only)")
+
+
+def progress_wanted(args: argparse.Namespace) -> bool:
+    """Progress bars: on a terminal (stderr), unless ``--no-progress``; anywhere with ``--progress``
+    (a redirected stderr gets no bars by default: a log file full of carriage returns helps no one)."""
+    if getattr(args, "no_progress", False):
+        return False
+    return bool(getattr(args, "progress", False)) or sys.stderr.isatty()
 
 
 def add_predictions_argument(p: argparse.ArgumentParser) -> None:

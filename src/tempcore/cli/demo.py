@@ -6,6 +6,8 @@ import argparse
 import json
 import sys
 
+from tempcore.cli._common import add_progress_arguments, progress_wanted
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -20,7 +22,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--questions", type=int, help="number of questions (default 400; --quick 48)")
     p.add_argument("--seed", type=int, help="world seed (default: the held-out demo seed)")
     p.add_argument("--k", type=int, default=8, help="frames shown per condition (default 8)")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_progress_arguments(p)
     p.add_argument("--visual", action="store_true",
                    help="also visual answer options (paper 002): TFR / VFP from the world's planted events, "
                    "answered by the zoo through the run store; JSON key 'visual'")
@@ -37,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
     result = run_demo(args.out, n_questions=args.questions, quick=args.quick,
                       seed=HELD_OUT_SEED if args.seed is None else args.seed, k=args.k,
-                      progress=not args.no_progress, log=log, visual=args.visual, profile=args.profile)
+                      progress=progress_wanted(args), log=log, visual=args.visual, profile=args.profile)
     if args.json:
         keys = ("scoring", "grounding", "mba", "order", "report", "subset") + (("visual",) if args.visual else ())
         json.dump({k: result[k] for k in keys}, sys.stdout)

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from tempcore.cli._common import EXIT_FAILED_REQUESTS, add_progress_arguments, progress_wanted
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -31,7 +33,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--ray-address", metavar="auto|HOST:PORT",
                    help="the Ray cluster to join (overrides ray.address; implies --executor ray); without it, "
                    "ray.address or RAY_ADDRESS, a local Ray is started for the run")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_progress_arguments(p)
+    p.add_argument("--allow-failures", action="store_true",
+                   help=f"exit 0 even when requests failed (without it such a run exits {EXIT_FAILED_REQUESTS}; "
+                   "`tempcore failures RUN` lists them)")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object at the end")
     p.set_defaults(func=run)
 
@@ -59,9 +64,17 @@ def run(args: argparse.Namespace) -> int:
             raise RunError(f"--shard takes I/N (e.g. 0/4), not {args.shard!r}") from None
         shard = (i, n)
     log = (lambda msg: print(msg, file=sys.stderr)) if args.json else print
-    summary = run_config(cfg, dry_run=args.dry_run, limit=args.limit, shard=shard, progress=not args.no_progress,
+    summary = run_config(cfg, dry_run=args.dry_run, limit=args.limit, shard=shard, progress=progress_wanted(args),
                          log=log, recompute=args.recompute)
     if args.json:
         json.dump(summary.to_json(), sys.stdout)
         sys.stdout.write("\n")
+    if summary.failed and not args.dry_run:
+        what = f"{summary.failed} request(s) failed; `tempcore failures {summary.out}` lists them"
+        if args.allow_failures:
+            print(f"tempcore: warning: {what} (accepted: --allow-failures)", file=sys.stderr)
+        else:
+            print(f"tempcore: error: {what}; rerun the same command to retry them, or pass --allow-failures "
+                  f"to accept them (exit {EXIT_FAILED_REQUESTS})", file=sys.stderr)
+            return EXIT_FAILED_REQUESTS
     return 0

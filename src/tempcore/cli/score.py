@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from tempcore.cli._common import parse_key_values
+from tempcore.cli._common import add_progress_arguments, parse_key_values, progress_wanted
 
 
 def register(subparsers: Any) -> None:
@@ -92,7 +92,7 @@ def register(subparsers: Any) -> None:
     )
     p.add_argument("--revision", help="hub revision (branch, tag or commit) of the encoder")
     p.add_argument("--trust-remote-code", action="store_true", help="allow code shipped with the checkpoint")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    add_progress_arguments(p)
     p.set_defaults(func=score_command)
 
 
@@ -137,7 +137,7 @@ def score_command(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else EmbeddingCache(args.cache)
     from tempcore.encoders.hf import progress_bars
 
-    with progress_bars(not args.no_progress):
+    with progress_bars(progress_wanted(args)):
         encoder = load_encoder(
             args.encoder,
             device=args.device,
@@ -151,7 +151,7 @@ def score_command(args: argparse.Namespace) -> int:
     scored: set[str] = set()
     rows = truncated_texts = 0
     truncated_videos: set[str] = set()
-    bar = tqdm(total=len(samples), unit="sample", file=sys.stderr, disable=args.no_progress, desc="scoring")
+    bar = tqdm(total=len(samples), unit="sample", file=sys.stderr, disable=not progress_wanted(args), desc="scoring")
     try:
         with _output(args.out) as out:
             for item in score_samples(
