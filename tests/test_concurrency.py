@@ -96,19 +96,16 @@ def test_a_slow_request_does_not_hold_up_the_others(bench, tmp_path):
         return slow_s if "SLOW" in request.prompt else 0.05
 
     with HTTPPeer(latency_s=latency) as peer:
-        started = time.perf_counter()
         summary = run(config(bench, tmp_path / "run", [served(peer, 4)]), progress=False, log=lambda _m: None)
-        wall = time.perf_counter() - started
         received = list(peer.received)
     assert summary.models[0].done == 2 * N_SAMPLES
     slow = [r for r in received if "SLOW" in r.prompt]
     assert len(slow) == 2  # sample q3's two conditions
     slow_done = max(r.received_at for r in slow) + slow_s
     others = [r for r in received if "SLOW" not in r.prompt]
-    # every other request, of the samples after q3 too, reached the server while q3's were pending
+    # every other request, of the samples after q3 too, reached the server while q3's were pending:
+    # hidden behind the slow ones (an order, not a wall time: a loaded host may be slow either way)
     assert max(r.received_at for r in others) < slow_done
-    # 22 fast requests on the 2 remaining slots take ~0.6 s: hidden behind the slow ones
-    assert wall < slow_s + 1.5
 
 
 def test_results_are_those_of_the_sequential_path_in_any_completion_order(bench, tmp_path):

@@ -236,14 +236,18 @@ def test_a_cancelled_submission_is_never_sent_and_frees_its_slot(serve, client) 
     assert second.cancel()  # waiting for the one slot: cancelled before it is sent
     assert first.result(10).ok and third.result(10).ok
     assert second.cancelled() and peer.stats.requests == 2
-    # cancelling one in flight frees the slot for the next: answered 1.5 s later, not 2.9 s (latencies
-    # long beside a loaded host's delays)
-    model = client(serve(latency_s=1.5), concurrency=1)
+    # cancelling one in flight frees the slot for the next: it reaches the server while the cancelled
+    # one is still pending there (an order: without the freed slot it is sent after that answer)
+    peer = serve(latency_s=1.5)
+    model = client(peer, concurrency=1)
     slow, after = model.submit(uniform_requests(1, prefix="slow")[0]), model.submit(uniform_requests(1, prefix="n")[0])
-    time.sleep(0.1)
-    started = time.perf_counter()
+    deadline = time.monotonic() + 30
+    while not peer.requests_for("slow 0") and time.monotonic() < deadline:
+        time.sleep(0.002)  # the slow one is at the server, holding the one slot
     assert slow.cancel()
-    assert after.result(10).ok and time.perf_counter() - started < 2.3
+    assert after.result(10).ok
+    [sent_slow], [sent_after] = peer.requests_for("slow 0"), peer.requests_for("n 0")
+    assert sent_after.received_at < sent_slow.received_at + 1.5
 
 
 def test_close_cancels_what_was_submitted_and_not_answered(serve, client) -> None:
@@ -590,9 +594,8 @@ def test_peer_rejects_a_malformed_body_with_400(serve) -> None:
     peer = serve()
     reply = httpx.post(peer.base_url + "/chat/completions", json={"model": "m", "messages": []}, timeout=5)
     assert reply.status_code == 400 and "messages" in reply.json()["error"]["message"]
-    started = time.monotonic()
     reply = httpx.post(peer.base_url + "/chat/completions", content=b"{not json", timeout=5)
-    assert reply.status_code == 400 and time.monotonic() - started < 2
+    assert reply.status_code == 400  # answered, not left to the client's timeout (that raises)
 
 
 # --- user info and query strings in base_url (issue 13) ---------------------------------------

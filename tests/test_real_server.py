@@ -114,15 +114,12 @@ def test_images_as_data_urls_several_per_request_concurrently(server):
         for i in range(8)
     ]
     with _model(server, concurrency=4, image_format="png") as model:
-        t0 = time.perf_counter()
         out = model.answer(requests)
-        wall = time.perf_counter() - t0
     assert len(out) == 8
     for r in out:
         assert r.error is None and isinstance(r.text, str) and r.attempts == 1
         # transformers serve ignores logprobs / top_logprobs on chat completions.
         assert r.option_logprobs is None
-    assert wall < 60
     log = server["log"].read_text()
     assert log.count('"POST /v1/chat/completions HTTP/1.1" 200') >= 8
     assert "Ignoring unsupported fields" in log and "logprobs" in log

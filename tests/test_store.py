@@ -205,16 +205,15 @@ def test_ten_thousand_keys_lookup_is_fast_and_one_query(store: RunStore) -> None
     keys = [p.key for p in preds] + [make_prediction(i).key for i in range(10_000, 10_100)]
     statements: list[str] = []
     store.connection.set_trace_callback(statements.append)
-    t0 = time.perf_counter()
     missing = store.missing(keys)
-    elapsed = time.perf_counter() - t0
     store.connection.set_trace_callback(None)
     assert missing == keys[10_000:]
-    assert len(statements) <= 2, statements
-    assert elapsed < 2.0
-    t0 = time.perf_counter()
+    assert len(statements) <= 2, statements  # one query, not one per key (a count, not a wall time)
+    statements.clear()
+    store.connection.set_trace_callback(statements.append)
     assert len(store.stored_keys()) == 10_000
-    assert time.perf_counter() - t0 < 2.0
+    store.connection.set_trace_callback(None)
+    assert len(statements) <= 2, statements
 
 
 # --- manifests and secrets ------------------------------------------------------------
