@@ -77,7 +77,7 @@ def pyav_minimal(path: Path, shared_reformatter: bool = False) -> int:
 
 
 def tempcore_reader(path: Path) -> int:
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
 
     kept = 0
     for batch in VideoReader(path, fps=FPS):
@@ -87,7 +87,7 @@ def tempcore_reader(path: Path) -> int:
 
 def tempcore_noskip(path: Path) -> int:
     """tempcore decoding every frame (the non-reference skip switched off): what the skip saves."""
-    from tempcore import video
+    from tempcore.video import decode as video
 
     video._SKIP_UNNEEDED = False
     try:
@@ -180,7 +180,7 @@ def verdict(value: float, target: float, higher_is_better: bool = True) -> str:
 def throughput(
     tmp: Path, minutes: float, repeats: int, intra: bool = False
 ) -> list[tuple[str, float, float]]:
-    from tempcore.synthvideo import Scene, write_video
+    from tempcore.video.synthetic import Scene, write_video
 
     path = tmp / ("intra_640x360.mp4" if intra else "realistic_640x360.mp4")
     t = time.perf_counter()
@@ -263,7 +263,7 @@ def throughput(
 
 _MEMORY_CHILD = """
 import sys
-from tempcore.video import VideoReader
+from tempcore.video.decode import VideoReader
 
 
 def peak_kib():
@@ -295,7 +295,7 @@ def _peak_rss_kib(path: Path, mode: str) -> tuple[int, int]:
 
 
 def memory(tmp: Path) -> list[tuple[str, float, float]]:
-    from tempcore.synthvideo import write_video
+    from tempcore.video.synthetic import write_video
 
     size, src_fps = (96, 64), 15
     paths = {}

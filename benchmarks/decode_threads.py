@@ -1,7 +1,7 @@
 """Small frames: one decoding thread and inline scoring stages vs FFmpeg's threading and stage threads.
 
 ``threads=0`` (automatic) decodes and converts frames of at most ``SMALL_FRAME_PIXELS`` (320 x 240)
-single-threaded, and :func:`tempcore.scoring.frame_embeddings` runs its stages in the calling thread
+single-threaded, and :func:`tempcore.run.frame_scoring.frame_embeddings` runs its stages in the calling thread
 for them (issue 18). This prints, in one run:
 
 - decoding (``VideoReader``, 10 fps from 5 s H.264 clips at 30 fps) per frame size: automatic now vs
@@ -27,7 +27,7 @@ SIZES = ((48, 48), (96, 96), (160, 120), (320, 240), (640, 360), (1280, 720))
 
 
 def _read(path: Path, threads: int) -> float:
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
 
     start = time.perf_counter()
     for _batch in VideoReader(path, 10.0, threads=threads):
@@ -42,8 +42,8 @@ def main() -> int:
     ap.add_argument("--videos", type=int, default=40)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import tempcore.video as video
-    from tempcore.synthvideo import Scene, write_video
+    import tempcore.video.decode as video
+    from tempcore.video.synthetic import Scene, write_video
 
     bound = video.SMALL_FRAME_PIXELS
     tmp = Path(tempfile.mkdtemp(prefix="decode-threads-"))
@@ -66,7 +66,7 @@ def main() -> int:
 
         import tempcore.world  # noqa: F401 - the world encoder's alias
         from tempcore.encoders import load_encoder
-        from tempcore.scoring import frame_embeddings
+        from tempcore.run.frame_scoring import frame_embeddings
         from tempcore.world import generate_world
 
         torch.set_num_threads(1)

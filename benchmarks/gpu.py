@@ -81,8 +81,8 @@ def bench_siglip(torch: Any, device: str, dtype: Any, tiny: bool, batches: list[
 
 
 def bench_decode(tiny: bool) -> dict:
-    from tempcore.synthvideo import Scene, write_video
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
+    from tempcore.video.synthetic import Scene, write_video
 
     size = (128, 72) if tiny else (640, 360)
     seconds = 2.0 if tiny else 30.0

@@ -1,4 +1,4 @@
-"""Time the run's identity check (:func:`tempcore.runner._check_identity`) on a large store.
+"""Time the run's identity check (:func:`tempcore.run.runner._check_identity`) on a large store.
 
 A store of ``--samples`` x ``--windows`` oracle predictions of one model (K = 32 frames each, every
 row matching its planned WorkItem, as after an identical rerun) is built once in ``--store``; the
@@ -26,12 +26,12 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
 
-    from tempcore.executor import Identity
-    from tempcore.planning import BenchmarkPlan, WorkItem
     from tempcore.prompts import prompt_hash, render_prompt
     from tempcore.records import Condition, FrameSet, Prediction, Sample
-    from tempcore.runner import _check_identity
-    from tempcore.store import RunStore
+    from tempcore.run.executor import Identity
+    from tempcore.run.planning import BenchmarkPlan, WorkItem
+    from tempcore.run.runner import _check_identity
+    from tempcore.run.store import RunStore
 
     k = 32
     items = []

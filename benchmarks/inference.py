@@ -43,8 +43,8 @@ class CountingModel:
 
 def rerun(n_samples: int = 2500) -> bool:
     """10,000 stored predictions (2,500 samples x 4 option rotations, no-frame), then a rerun."""
-    from tempcore.config import RunConfig
-    from tempcore.runner import run
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -79,10 +79,10 @@ def measure(out: Path, *, questions: int, windows: int, seed: int, log: Any = No
 
     import torch
 
-    from tempcore.config import ConditionEntry
     from tempcore.demo import HELD_OUT_SEED, demo_config
-    from tempcore.runner import run
-    from tempcore.tidy import read_predictions
+    from tempcore.run.config import ConditionEntry
+    from tempcore.run.runner import run
+    from tempcore.tidy.table import read_predictions
     from tempcore.world import generate_world
 
     torch.set_num_threads(1)  # the zoo's models are tiny (as the demo does)

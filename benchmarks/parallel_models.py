@@ -35,9 +35,9 @@ def main() -> int:
     import pyarrow.parquet as pq
     import torch
 
-    from tempcore.config import RunConfig
     from tempcore.demo import demo_config
-    from tempcore.runner import run
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
     from tempcore.world import generate_world
 
     torch.set_num_threads(1)

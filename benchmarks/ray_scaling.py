@@ -69,7 +69,7 @@ class LatencyModel:
 
 
 def _config(root: Path, items: int, out: str):  # noqa: ANN202
-    from tempcore.config import RunConfig
+    from tempcore.run.config import RunConfig
 
     ann = root / "bench.jsonl"
     if not ann.exists():
@@ -88,7 +88,7 @@ def _config(root: Path, items: int, out: str):  # noqa: ANN202
 def scale(items: int, latency: float) -> bool:
     import functools
 
-    from tempcore.runner import run
+    from tempcore.run.runner import run
 
     rates = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -113,7 +113,7 @@ def overhead(items: int, burn: float) -> bool:
     """A synthetic CPU-bound model (no model load, no frames): the per-call overhead alone."""
     import functools
 
-    from tempcore.runner import run
+    from tempcore.run.runner import run
 
     factory = functools.partial(LatencyModel, latency=0.0, burn=burn)
     with tempfile.TemporaryDirectory() as tmp:
@@ -143,7 +143,7 @@ def demo_overhead(questions: int, repeats: int, ray_init_s: float) -> bool:
     import torch
 
     from tempcore.demo import HELD_OUT_SEED, demo_config
-    from tempcore.runner import run
+    from tempcore.run.runner import run
     from tempcore.world import generate_world
 
     torch.set_num_threads(1)  # as the demo does (its models are tiny)

@@ -39,11 +39,11 @@ def main() -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
-    from tempcore.config import RunConfig
     from tempcore.demo import demo_config
-    from tempcore.executor import LocalExecutor
     from tempcore.models import load_model
-    from tempcore.runner import run
+    from tempcore.run.config import RunConfig
+    from tempcore.run.executor import LocalExecutor
+    from tempcore.run.runner import run
     from tempcore.world import generate_world
 
     torch.set_num_threads(1)

@@ -80,7 +80,7 @@ def build_encoder(device: str | None, dtype: str | None, batch_size: int, tmp: P
 
 
 def make_videos(folder: Path, seconds: float) -> list[Path]:
-    from tempcore.synthvideo import Scene, write_video
+    from tempcore.video.synthetic import Scene, write_video
 
     return [
         write_video(
@@ -95,7 +95,7 @@ def make_videos(folder: Path, seconds: float) -> list[Path]:
 
 
 def decode_all(paths: list[Path], batch_size: int) -> tuple[list[np.ndarray], float]:
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
 
     t0 = time.perf_counter()
     frames = [
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.records import Sample
-    from tempcore.scoring import FrameScores, score_samples
+    from tempcore.run.frame_scoring import FrameScores, score_samples
 
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -71,8 +71,8 @@ def main() -> int:
     import tempcore.world  # noqa: F401 - the world encoder's alias
     from tempcore.encoders import load_encoder
     from tempcore.records import Sample
-    from tempcore.scoring import FrameScores, score_samples
-    from tempcore.synthvideo import Scene, write_video
+    from tempcore.run.frame_scoring import FrameScores, score_samples
+    from tempcore.video.synthetic import Scene, write_video
     from tempcore.world import generate_world
 
     torch.set_num_threads(args.torch_threads)

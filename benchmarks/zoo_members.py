@@ -33,10 +33,10 @@ def main() -> int:
     args = ap.parse_args()
     import torch
 
-    from tempcore.config import RunConfig
     from tempcore.demo import demo_config
     from tempcore.models import load_model
-    from tempcore.runner import run
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
     from tempcore.world import generate_world
     from tempcore.world.answerers.nets import frames_tensor
     from tempcore.world.answerers.text import _bag, question_text

@@ -620,7 +620,7 @@ def test_reorderings_and_single_crop_to_the_segment_first():
 
 
 def test_the_readme_conditions_configure_and_select():
-    from tempcore.config import RunConfig
+    from tempcore.run.config import RunConfig
     from tempcore.selection import select
 
     conditions = [{"strategy": "uniform", "variant": "tvbench"}, {"strategy": "textonly"}, {"strategy": "noframe"},

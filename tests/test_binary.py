@@ -10,14 +10,14 @@ import pytest
 import yaml
 
 from tempcore.benchmarks.binary import BinarizeError, binarize
-from tempcore.config import ConfigError, load_config
 from tempcore.diagnostics.mba import mba_table
 from tempcore.models import ModelResponse
 from tempcore.records import Sample
-from tempcore.runner import run
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
-from tempcore.tidy import predictions_table
+from tempcore.run.config import ConfigError, load_config
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
+from tempcore.tidy.table import predictions_table
+from tempcore.video.synthetic import write_video
 
 
 def mc(i, n=4, answer=2, bench="b", **meta):

@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 
 from helpers.http_peer import HTTPPeer, MeanColourModel
-from tempcore.config import RunConfig
 from tempcore.models import ModelResponse
-from tempcore.runner import run
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
+from tempcore.run.config import RunConfig
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
+from tempcore.video.synthetic import write_video
 
 N_SAMPLES = 12
 OPTIONS = ["red", "green", "blue", "yellow"]
@@ -218,7 +218,7 @@ class Clocked:
 
 
 def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst(bench, tmp_path, monkeypatch):
-    import tempcore.executor as executor
+    import tempcore.run.executor as executor
 
     def latency(request: Any) -> float:  # 150-250 ms, spread, so that answers complete one by one
         # (shorter than a commit, so that a stream that waited for each commit would idle the slots;
@@ -271,8 +271,8 @@ def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst
 
 
 def test_a_failed_commit_on_the_writer_thread_stops_the_run_with_its_error(bench, tmp_path, monkeypatch):
-    import tempcore.executor as executor
-    from tempcore.store import StoreError
+    import tempcore.run.executor as executor
+    from tempcore.run.store import StoreError
 
     model = Clocked("clocked", 4, lambda _r: 0.02)
     calls: list[int] = []

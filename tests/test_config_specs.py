@@ -15,13 +15,13 @@ from typing import Any
 
 import pytest
 
-from tempcore.config import ConfigError, RunConfig, check_config
-from tempcore.identity import fingerprint, model_identity
 from tempcore.models import ModelConfigError, ModelSpec, as_spec
 from tempcore.models.base import UnknownSpecKeys, spec_key
 from tempcore.models.registry import BACKENDS, register_backend, spec_class
 from tempcore.models.specs import HFTextSpec, HFVLMSpec, OpenAISpec, VLLMSpec, markdown_table, markdown_tables
 from tempcore.prompts import get_template
+from tempcore.run.config import ConfigError, RunConfig, check_config
+from tempcore.run.identity import fingerprint, model_identity
 
 README = Path(__file__).parent.parent / "README.md"
 URL = "http://localhost:1/v1"

@@ -1,5 +1,5 @@
 """A run decodes each video once (issue 18): the frames answering shows are kept from the scoring
-pass (:mod:`tempcore.framestore`), or, when the embeddings come from the cache, decoded once for
+pass (:mod:`tempcore.run.framestore`), or, when the embeddings come from the cache, decoded once for
 every model; the requests the models get are the same as when every unit decodes its own frames."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tempcore.config import RunConfig
-from tempcore.executor import LocalExecutor
-from tempcore.framestore import FrameStore, video_key
 from tempcore.models import load_model
-from tempcore.runner import run
-from tempcore.video import VideoReader, count_decodes, read_frames
+from tempcore.run.config import RunConfig
+from tempcore.run.executor import LocalExecutor
+from tempcore.run.framestore import FrameStore, video_key
+from tempcore.run.runner import run
+from tempcore.video.decode import VideoReader, count_decodes, read_frames
 
 N_QUESTIONS = 6
 MODELS = ("zoo-mean", "zoo-order")
@@ -148,7 +148,7 @@ def test_the_store_spills_to_disk_and_gives_the_decoded_frames(world: Any) -> No
 
 
 def test_a_failed_union_decode_falls_back_to_each_requests_own_positions(tmp_path: Path) -> None:
-    from tempcore.video import FrameIndexError
+    from tempcore.video.decode import FrameIndexError
 
     store = FrameStore()
     key = video_key(tmp_path / "v.mp4", None, None, "video", 10.0)
@@ -159,7 +159,7 @@ def test_a_failed_union_decode_falls_back_to_each_requests_own_positions(tmp_pat
         calls.append(positions)
         if max(positions) >= 10:
             raise FrameIndexError(tmp_path / "v.mp4", f"frame position(s) {positions} outside")
-        from tempcore.video import FrameBatch
+        from tempcore.video.decode import FrameBatch
 
         return FrameBatch(np.full((len(positions), 2, 2, 3), 7, np.uint8), np.zeros(len(positions)),
                           np.array(positions, np.int64))
@@ -197,7 +197,7 @@ def test_two_runs_in_two_threads_count_their_own_decodes(world: Any, tmp_path: P
     # (its context carried into their threads) counts both
     import threading
 
-    from tempcore.ordered import in_context
+    from tempcore.run.ordered import in_context
 
     videos = _videos(world)
     together = threading.Barrier(2, timeout=120)
@@ -257,8 +257,8 @@ def test_each_thread_reads_the_frame_store_its_run_set() -> None:
     # run that set it last replaced the other's, and closing it left the other decoding again
     import threading
 
-    from tempcore.framestore import active_store, use_store
-    from tempcore.ordered import in_context
+    from tempcore.run.framestore import active_store, use_store
+    from tempcore.run.ordered import in_context
 
     stores = {name: FrameStore() for name in ("a", "b")}
     set_both = threading.Barrier(2, timeout=30)

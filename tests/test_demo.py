@@ -113,7 +113,7 @@ def test_demo_into_a_folder_of_another_world_replaces_instead_of_reusing(tmp_pat
     assert sum(m["replaced"] for m in summary["models"]) > 0
     assert len(summary["runs"]) == 2
     # every stored answer of the current world's samples was made for the current question
-    from tempcore.store import RunStore
+    from tempcore.run.store import RunStore
 
     ids = {json.loads(line)["id"] for line in (out / "world" / "annotations.jsonl").read_text().splitlines()}
     assert len(ids) == 12

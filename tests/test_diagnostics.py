@@ -388,7 +388,7 @@ def test_the_left_out_probe_is_reported_by_the_contamination_probe_beside_lis():
 
 
 def test_subset_provenance_lists_the_lis_panel_not_the_left_out_probe():
-    from tempcore.export import table_provenance
+    from tempcore.interop.export import table_provenance
 
     t = make_table(probe_rows())
     assert table_provenance(t, diagnose(t))["bench"]["models"] == ["m0", "m1", "m2", "m3"]

@@ -50,7 +50,7 @@ LONG = " ".join(["the man picks the blue cup from the kitchen table and walks to
 
 def test_importing_encoders_and_scoring_does_not_import_torch() -> None:
     code = (
-        "import sys, tempcore, tempcore.encoders, tempcore.scoring, tempcore.cli.score, tempcore.encoders.cache\n"
+        "import sys, tempcore, tempcore.encoders, tempcore.run.frame_scoring, tempcore.cli.score, tempcore.encoders.cache\n"
         "heavy = sorted(m for m in ('torch', 'transformers') if m in sys.modules)\n"
         "assert not heavy, heavy\n"
     )

@@ -19,7 +19,7 @@ import yaml
 from tempcore.benchmarks import load_benchmark
 from tempcore.cli import main
 from tempcore.diagnostics import diagnose
-from tempcore.export import ExportError, export_tempcore, subset_records, table_provenance
+from tempcore.interop.export import ExportError, export_tempcore, subset_records, table_provenance
 from tempcore.records import Sample
 
 MODELS = ("m1", "m2")
@@ -177,7 +177,7 @@ def test_lmms_eval_task_folder(setup, tmp_path: Path, monkeypatch) -> None:
     assert config["output_type"] == "generate_until" and config["cluster_key"] == "video"
     # the task's Python files are the package's own modules, byte for byte; the manifest keeps hashes
     manifest = json.loads((folder / "manifest.json").read_text())
-    for name, module in (("utils.py", "_lmms_task.py"), ("tempcore_extractor.py", "extractor.py")):
+    for name, module in (("utils.py", "interop/lmms_task.py"), ("tempcore_extractor.py", "interop/extractor.py")):
         assert (folder / name).read_bytes() == (SRC / module).read_bytes()
         key = name.removesuffix(".py")
         assert manifest["files"][f"{key}_sha256"] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
@@ -303,7 +303,7 @@ def test_exported_parser_is_tempcore_s_extractor_without_tempcore(setup, tmp_pat
 def test_extractor_imports_the_standard_library_only() -> None:
     import ast
 
-    for module in ("extractor.py", "_lmms_task.py"):
+    for module in ("interop/extractor.py", "interop/lmms_task.py"):
         tree = ast.parse((SRC / module).read_text(encoding="utf-8"))
         names = set()
         for node in ast.walk(tree):

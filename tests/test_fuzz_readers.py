@@ -174,7 +174,7 @@ def predictions_file(draw: st.DrawFn) -> tuple[str, bytes]:
 @given(predictions_file())
 def fuzz_predictions(case: tuple[str, bytes]) -> None:
     """Run in the child process (see the test below)."""
-    from tempcore.tidy import PredictionsTableError, read_predictions
+    from tempcore.tidy.table import PredictionsTableError, read_predictions
 
     suffix, data = case
     path = _TMP / f"p{suffix}"
@@ -201,7 +201,7 @@ def leading_null_lines() -> None:
     import pytest
 
     from tempcore.cli.report import ReportInputError, read_rows
-    from tempcore.tidy import PredictionsTableError, read_predictions
+    from tempcore.tidy.table import PredictionsTableError, read_predictions
 
     row = json.dumps(PRED_ROW)
     for n, text in enumerate(["null", " null\n" + row, "\nnull\n" + row, "null\u2028x\n" + row]):

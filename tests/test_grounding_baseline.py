@@ -9,18 +9,18 @@ import pytest
 
 from tempcore.answers import extract_interval
 from tempcore.benchmarks import load_benchmark
-from tempcore.grounding.baseline import (
+from tempcore.grounding.retrieval import retrieval_windows
+from tempcore.records import Condition, Sample
+from tempcore.run.baseline import (
     RETRIEVAL_MODEL,
     is_grounding,
     retrieval_identity,
     retrieval_prediction,
     track_window,
 )
-from tempcore.grounding.retrieval import retrieval_windows
-from tempcore.identity import fingerprint
-from tempcore.records import Condition, Sample
+from tempcore.run.identity import fingerprint
+from tempcore.run.store import RunStore
 from tempcore.selection import STRATEGIES, SelectionError, needs_scores
-from tempcore.store import RunStore
 from tempcore.world import plan_world
 from tempcore.world.grounding import (
     GROUNDING_BENCHMARK,
@@ -162,7 +162,7 @@ def test_variants_are_presets_that_explicit_params_override():
 
 
 def test_a_run_configuration_takes_retrieval_conditions(tmp_path):
-    from tempcore.config import RunConfig
+    from tempcore.run.config import RunConfig
 
     cfg = RunConfig.from_dict({
         "out": str(tmp_path), "benchmarks": [{"name": "grounding", "annotations": str(tmp_path)}],

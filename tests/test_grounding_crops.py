@@ -12,11 +12,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from tempcore.config import RunConfig
 from tempcore.diagnostics.grounding import GroundingError, iou
 from tempcore.grounding.analysis import candidate_recall_rows, window_sweep
 from tempcore.grounding.answer import grounding_prompt, score_grounding_response
-from tempcore.grounding.baseline import CANDIDATES_METHOD, RETRIEVAL_MODEL
 from tempcore.grounding.crops import (
     candidate_spans,
     frames_in_spans,
@@ -27,9 +25,11 @@ from tempcore.grounding.crops import (
 from tempcore.grounding.retrieval import merge_windows, to_absolute, to_shown
 from tempcore.models import ModelResponse
 from tempcore.records import Sample
-from tempcore.runner import run
+from tempcore.run.baseline import CANDIDATES_METHOD, RETRIEVAL_MODEL
+from tempcore.run.config import RunConfig
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
 from tempcore.selection import SelectionError
-from tempcore.store import RunStore
 from tempcore.world import generate_world
 from tempcore.world.grounding import GROUNDING_BENCHMARK, grounding_samples
 
@@ -218,7 +218,7 @@ def answered(world):
 def _cfg_like(cfg: RunConfig, conditions) -> RunConfig:
     import dataclasses
 
-    from tempcore.config import ConditionEntry
+    from tempcore.run.config import ConditionEntry
 
     return dataclasses.replace(cfg, conditions=tuple(ConditionEntry(**c) for c in conditions))
 
@@ -318,7 +318,7 @@ def test_crop_conditions_are_for_grounding_samples_only(world, tmp_path):
     assert run(only_uniform, dry_run=True, **QUIET).models[0].planned == plan.models[0].planned > 0
     # the planner itself (pure): a multiple-choice sample gets its uniform item only
     from tempcore.benchmarks import load_benchmark
-    from tempcore.planning import Timeline, plan_items
+    from tempcore.run.planning import Timeline, plan_items
 
     mc = load_benchmark("generic", w.annotations, benchmark_name="mc").samples[:3]
     timelines = {s.sample_id: Timeline(np.arange(0.0, 10.0, 0.5), {}) for s in mc}
@@ -393,7 +393,7 @@ def test_report_grounding_section(world, answered, tmp_path):
 def test_changed_candidate_parameters_stop_a_rerun(world, answered):
     """``nms_s`` / ``pad_s`` are not part of the condition key; the stored candidates' fingerprint
     hashes them, so a rerun with other values stops before any model is called."""
-    from tempcore.runner import RunError
+    from tempcore.run.runner import RunError
 
     w, root = world
     calls: list[FirstToLastFrame] = []
@@ -451,8 +451,8 @@ def test_a_grounding_prompt_that_changed_is_not_served(world, answered, tmp_path
     import dataclasses
     import shutil
 
-    import tempcore.executor as executor
-    from tempcore.runner import RunError
+    import tempcore.run.executor as executor
+    from tempcore.run.runner import RunError
 
     w, root = world
     summary, preds, _prompts = answered

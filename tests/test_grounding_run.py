@@ -11,12 +11,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from tempcore.config import RunConfig
-from tempcore.grounding.baseline import RETRIEVAL_MODEL
 from tempcore.grounding.evaluate import table_groups
 from tempcore.models import ModelResponse
-from tempcore.runner import RunError, run
-from tempcore.store import RunStore
+from tempcore.run.baseline import RETRIEVAL_MODEL
+from tempcore.run.config import RunConfig
+from tempcore.run.runner import RunError, run
+from tempcore.run.store import RunStore
 from tempcore.world import generate_world
 from tempcore.world.grounding import GROUNDING_BENCHMARK, grounding_samples
 

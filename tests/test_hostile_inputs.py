@@ -17,7 +17,7 @@ import pytest
 from tempcore.benchmarks import load_benchmark
 from tempcore.benchmarks.errors import InvalidRowError
 from tempcore.cli import main
-from tempcore.tidy import REQUIRED_COLUMNS, PredictionsTableError, read_predictions
+from tempcore.tidy.table import REQUIRED_COLUMNS, PredictionsTableError, read_predictions
 
 SURROGATE = "\udc00"
 DEEP = 100_000
@@ -178,7 +178,7 @@ ROW = {"benchmark": "b", "sample_id": "s1", "model": "m", "strategy": "uniform",
 def test_deep_predictions_jsonl_is_an_error_not_a_crash(tmp_path: Path) -> None:
     path = tmp_path / "p.jsonl"
     path.write_text(json.dumps(ROW) + "\n" + '{"benchmark": ' + "[" * 20_000 + "]" * 20_000 + "}\n")
-    code = ("import sys\nfrom tempcore.tidy import read_predictions, PredictionsTableError\n"
+    code = ("import sys\nfrom tempcore.tidy.table import read_predictions, PredictionsTableError\n"
             f"try:\n    read_predictions({str(path)!r})\nexcept PredictionsTableError as e:\n"
             "    print(e)\n    sys.exit(3)\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

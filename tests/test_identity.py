@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tempcore.config import ConfigError, RunConfig
 from tempcore.errors import TempcoreError
 from tempcore.models import ModelResponse
 from tempcore.records import Condition
-from tempcore.runner import RunError, run
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
+from tempcore.run.config import ConfigError, RunConfig
+from tempcore.run.runner import RunError, run
+from tempcore.run.store import RunStore
+from tempcore.video.synthetic import write_video
 
 NAMES = ["red", "green", "blue", "yellow"]
 
@@ -212,8 +212,8 @@ def test_dry_run_writes_no_store_loads_no_encoder_and_decodes_nothing(tmp_path: 
         raise AssertionError("a dry run must not load an encoder or decode a video")
 
     monkeypatch.setattr("tempcore.encoders.load_encoder", boom)
-    monkeypatch.setattr("tempcore.video.probe", boom)
-    monkeypatch.setattr("tempcore.video.read_frames", boom)
+    monkeypatch.setattr("tempcore.video.decode.probe", boom)
+    monkeypatch.setattr("tempcore.video.decode.read_frames", boom)
     cfg = _config(tmp_path, conditions=[{"strategy": "maxprob", "mode": "qa"}, {"strategy": "noframe"},
                                         {"strategy": "oracle", "params": {"max_windows": 5}}])
     summary = run(cfg, dry_run=True, progress=False, model_factory=FakeModel)
@@ -262,7 +262,7 @@ def test_an_unknown_zoo_member_or_encoder_name_is_reported_by_the_dry_run(tmp_pa
         assert "unknown encoder 'tempcore-wrold'" in msg and "did you mean tempcore-world" in msg
     assert not (tmp_path / "run").exists()
     # the right names pass the check (nothing loaded by it)
-    from tempcore.config import check_config
+    from tempcore.run.config import check_config
 
     good = _config(tmp_path, model={"backend": "zoo", "model": "zoo-text"}, encoder="tempcore-world",
                    conditions=[{"strategy": "maxprob", "mode": "q"}])
@@ -295,7 +295,7 @@ class _DamagedInfo:
 
 
 def _damage_probe(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tempcore.video as video
+    import tempcore.video.decode as video
 
     real = video.probe
 
@@ -341,7 +341,7 @@ def test_damaged_videos_skip(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_failing_video_does_not_fail_its_noframe_requests(tmp_path: Path, monkeypatch) -> None:
     _write_world(tmp_path)
-    import tempcore.executor as executor
+    import tempcore.run.executor as executor
 
     def broken(items: Any, video_root: Any) -> Any:
         if items[0].sample.sample_id == "q0":
@@ -388,7 +388,7 @@ def test_summary_json_describes_every_run_sharing_the_folder(tmp_path: Path) -> 
 def test_rows_stored_meanwhile_by_another_writer_count_as_discarded_not_done(tmp_path: Path, monkeypatch) -> None:
     _write_world(tmp_path)
     first = _run(_config(tmp_path))
-    import tempcore.store as store_mod
+    import tempcore.run.store as store_mod
 
     real_missing = store_mod.RunStore.missing
     with RunStore.open(tmp_path / "run") as s:
@@ -404,7 +404,7 @@ def test_rows_stored_meanwhile_by_another_writer_count_as_discarded_not_done(tmp
 def test_damage_is_read_from_damage_or_the_truncation_flags() -> None:
     from types import SimpleNamespace
 
-    from tempcore.runner import _damage_of
+    from tempcore.run.runner import _damage_of
 
     assert _damage_of(SimpleNamespace(damage="garbled data at 4.1 s")) == "garbled data at 4.1 s"
     assert _damage_of(SimpleNamespace(truncated=True, error="moov atom cut")) == (
@@ -427,7 +427,7 @@ def test_cli_stops_on_changed_fingerprints_and_recompute_replaces(tmp_path: Path
     from tempcore.cli import main
 
     _write_world(tmp_path)
-    monkeypatch.setattr("tempcore.runner._default_factory", FakeModel)
+    monkeypatch.setattr("tempcore.run.runner._default_factory", FakeModel)
     cfg = _config(tmp_path).to_dict()
     cfg.pop("source")
     cfg["lambda"] = cfg.pop("lam")
@@ -557,7 +557,7 @@ def test_a_lowered_max_windows_flags_only_the_windows_that_moved(tmp_path: Path)
 def test_a_store_rebuilt_from_its_exported_table_is_reused_whole(tmp_path: Path) -> None:
     """Export the tidy table, import it into an empty store (what merging shards does): the rows
     keep the frames they were shown, so a rerun on the new store checks and reuses every one."""
-    from tempcore.tidy import import_table, read_predictions, table_to_predictions
+    from tempcore.tidy.table import import_table, read_predictions, table_to_predictions
 
     _write_world(tmp_path)
     cfg = _config(tmp_path, conditions=_oracle(stride=2))

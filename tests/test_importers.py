@@ -11,7 +11,7 @@ import pytest
 
 from tempcore.answers import extract_choice
 from tempcore.cli import main
-from tempcore.importers import (
+from tempcore.interop.importers import (
     ImportFormatError,
     LmmsEvalImportError,
     import_lmms_eval,
@@ -20,7 +20,7 @@ from tempcore.importers import (
     lmms_eval_task_name,
 )
 from tempcore.records import Condition, Sample
-from tempcore.store import RunStore
+from tempcore.run.store import RunStore
 
 VIDEOMME_OPTIONS = ["A. A red car.", "B. A blue bus.", "C. A green bike.", "D. A dog."]
 
@@ -150,7 +150,7 @@ def _v07_line(doc_id: int, response: str, target: str, **metrics: object) -> dic
 
 
 def _tempcore_item(sid: str, options: list[str], answer: int, response: str, **extra: object) -> dict:
-    """What the exported task's process_results logs (see tempcore/_lmms_task.py)."""
+    """What the exported task's process_results logs (see tempcore/interop/lmms_task.py)."""
     e = extract_choice(response, options)
     return {"benchmark": "world", "sample_id": sid, "video": f"videos/{sid}.mp4", "options": options,
             "answer": answer, "target": "ABCD"[answer], "category": "visual_bias", "response": response,

@@ -37,7 +37,7 @@ from tempcore.answers import extract_choice
 from tempcore.benchmarks import load_benchmark
 from tempcore.cli import main
 from tempcore.diagnostics import diagnose
-from tempcore.export import export_tempcore
+from tempcore.interop.export import export_tempcore
 
 HERE = Path(__file__).resolve().parent
 from lmms_interop.lmms_env import LmmsInstallError, ensure_lmms_venv  # noqa: E402

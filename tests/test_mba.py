@@ -15,7 +15,7 @@ from tempcore.cli import main
 from tempcore.diagnostics.mba import MBAError, mba_table
 from tempcore.diagnostics.stats import wilson_interval
 from tempcore.records import Sample
-from tempcore.tidy import write_table
+from tempcore.tidy.table import write_table
 
 JSON_KEYS = {"model", "strategy", "mode", "n_binary", "correct_binary", "ba", "n_groups", "correct_groups", "mba",
              "chance_mba", "incomplete_groups"}

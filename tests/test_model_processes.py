@@ -15,11 +15,11 @@ import pytest
 
 from helpers.demo_runs import demo_run_config, table_rows
 from helpers.worker_models import DIE_ENV, PIDS_ENV, failing_factory, recording_factory
-from tempcore.config import ConfigError, RunConfig
 from tempcore.models import ModelError, load_model
 from tempcore.models.base import ModelRequest
 from tempcore.models.hosted import ModelHost
-from tempcore.runner import run
+from tempcore.run.config import ConfigError, RunConfig
+from tempcore.run.runner import run
 
 N_QUESTIONS = 6
 MODELS = ("zoo-mean", "zoo-order", "zoo-idefics3")
@@ -108,7 +108,7 @@ def test_a_worker_that_dies_stops_the_run_naming_the_model_and_a_rerun_resumes(
     with pytest.raises(ModelError, match=r"model zoo-order: its worker process \(pid \d+\) exited with status 7"):
         _quiet(cfg, model_factory=recording_factory)
     assert not any(_alive(pid) for pid in _pids(pids))  # the other worker was ended too
-    from tempcore.store import RunStore
+    from tempcore.run.store import RunStore
 
     with RunStore(Path(cfg.out) / "store.sqlite") as store:
         stored = sum(n for (_m,), n in store.count_by("model").items())

@@ -25,7 +25,7 @@ import yaml
 
 from helpers.http_peer import HTTPPeer, InOrder, status  # noqa: E402
 from tempcore.cli import main
-from tempcore.store import RunStore
+from tempcore.run.store import RunStore
 
 
 def _closed_port() -> int:
@@ -106,14 +106,14 @@ def test_the_run_log_keeps_every_retry_failure_and_resume_decision(tmp_path: Pat
         assert "skipped (stored)" not in capsys.readouterr().err  # the narrative is printed, not logged twice
     log = (out / "run.log").read_text()
     assert "DEBUG tempcore.models.openai_http" in log and "retrying" in log  # the retry
-    assert "INFO tempcore.runner: failed: generic/q0 served" in log  # the failure, named
+    assert "INFO tempcore.run.runner: failed: generic/q0 served" in log  # the failure, named
     assert "1 to answer (2 stored)" in log  # the resume decision of the second run
     assert log.count("summary:") == 2  # appended across runs
 
 
 def test_two_runs_in_one_process_keep_their_own_logs(tmp_path: Path) -> None:
-    from tempcore.ordered import in_context
-    from tempcore.runlog import run_log
+    from tempcore.run.ordered import in_context
+    from tempcore.run.runlog import run_log
 
     both = threading.Barrier(2, timeout=30)
     level = logging.getLogger("tempcore").level

@@ -23,7 +23,7 @@ from tempcore.diagnostics.option_geometry import (
     tokenize,
 )
 from tempcore.records import Sample
-from tempcore.tidy import write_table
+from tempcore.tidy.table import write_table
 
 C = "The man cuts the ginger twice."
 N1 = "The man cuts the ginger three times."

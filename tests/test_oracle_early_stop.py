@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tempcore.config import ConditionEntry, ConfigError, RunConfig, check_config, early_stop_mode
 from tempcore.records import Condition, FrameSet, Sample
+from tempcore.run.config import ConditionEntry, ConfigError, RunConfig, check_config, early_stop_mode
 from tempcore.selection.windows import window_order
 from test_ray import local_ray  # noqa: F401  (the local Ray fixture: a missing ray fails, never skips)
 
@@ -82,7 +82,7 @@ def test_window_order_by_mean_score_then_position() -> None:
 
 
 def test_next_wave_from_what_is_stored() -> None:
-    from tempcore.planning import WorkItem, next_oracle_wave, oracle_chains
+    from tempcore.run.planning import WorkItem, next_oracle_wave, oracle_chains
 
     s = Sample("b", "s1", "v.mp4", "q?", ("x", "y"), 0)
     base = Condition("oracle", k=4, variant="early_stop")
@@ -158,14 +158,14 @@ def _world_cfg(world: Any, out: Path, early: Any, cache: Path) -> RunConfig:
 def _run(world: Any, out: Path, early: Any, cache: Path, counter: Counting) -> Any:
     import torch
 
-    from tempcore.runner import run
+    from tempcore.run.runner import run
 
     torch.set_num_threads(1)
     return run(_world_cfg(world, out, early, cache), progress=False, log=lambda _l: None, model_factory=counter)
 
 
 def _rows(out: Path) -> dict[tuple[str, str, str, str], int]:
-    from tempcore.store import RunStore
+    from tempcore.run.store import RunStore
 
     with RunStore.open(out / "run" / "store.sqlite", create=False) as store:
         return {p.key: p.correct for p in store.predictions()}
@@ -184,7 +184,7 @@ def runs(world: Any, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]
 
 
 def _table(run: dict[str, Any]) -> Any:
-    from tempcore.tidy import read_predictions
+    from tempcore.tidy.table import read_predictions
 
     return read_predictions(run["summary"].predictions_file)
 
@@ -254,7 +254,7 @@ def _window_means(world: Any, early_table: Any, cache: Path) -> dict[tuple[str, 
     from tempcore.demo import WORLD_ENCODER
     from tempcore.encoders import load_encoder
     from tempcore.encoders.cache import EmbeddingCache
-    from tempcore.scoring import FrameScores, score_samples
+    from tempcore.run.frame_scoring import FrameScores, score_samples
 
     enc = load_encoder(WORLD_ENCODER, device="cpu")
     scores: dict[str, np.ndarray] = {}
@@ -321,7 +321,7 @@ def test_table7_needs_every_window(runs: dict[str, Any]) -> None:
 
 
 def test_dry_run_prints_the_calls_either_way(world: Any, tmp_path: Path) -> None:
-    from tempcore.runner import run
+    from tempcore.run.runner import run
 
     n_rows = QUESTIONS  # no rotations: one (sample, rotation) per sample
     for early in (False, True):
@@ -347,7 +347,7 @@ def test_the_ray_executor_runs_the_same_waves(world: Any, runs: dict[str, Any], 
     """The Ray executor answers each wave (actors started per wave): the same rows as the local run."""
     import torch
 
-    from tempcore.runner import run
+    from tempcore.run.runner import run
 
     torch.set_num_threads(1)
     cfg = _world_cfg(world, tmp_path / "ray", True, runs["root"] / "cache")

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from tempcore.ordered import ordered_map
+from tempcore.run.ordered import ordered_map
 
 
 def test_results_come_in_order_whatever_order_they_finish_in() -> None:

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from helpers.demo_runs import demo_run_config, table_rows
-from tempcore.config import ConfigError, RunConfig
 from tempcore.models import load_model
-from tempcore.planning import CHUNK_BATCHES, answer_chunks
-from tempcore.runner import run
+from tempcore.run.config import ConfigError, RunConfig
+from tempcore.run.planning import CHUNK_BATCHES, answer_chunks
+from tempcore.run.runner import run
 
 N_QUESTIONS = 6
 MODELS = ("zoo-mean", "zoo-order", "zoo-idefics3")
@@ -87,7 +87,7 @@ def test_a_failing_model_stops_the_run_and_a_rerun_resumes(world: Any, tmp_path:
     cfg = _config(world, tmp_path / "run", parallel_models=2)
     with pytest.raises(RuntimeError, match="zoo-order: injected failure"):
         _run(cfg, fail=("zoo-order", 3))
-    from tempcore.store import RunStore
+    from tempcore.run.store import RunStore
 
     with RunStore(Path(cfg.out) / "store.sqlite") as store:
         stored = {m: n for (m,), n in store.count_by("model").items()}

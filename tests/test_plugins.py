@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from tempcore.cli import main
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
+from tempcore.run.store import RunStore
+from tempcore.video.synthetic import write_video
 
 PLUGIN = textwrap.dedent('''
     """A user's package: a benchmark format, a strategy and a model backend for tempcore."""

@@ -28,10 +28,10 @@ import ray  # a missing ray fails this module: it never skips
 import yaml
 
 import test_runner
-from tempcore.config import ConfigError, RunConfig, load_config
 from tempcore.models import ModelResponse
-from tempcore.runner import run
-from tempcore.store import RunStore
+from tempcore.run.config import ConfigError, RunConfig, load_config
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
 from test_runner import count_rows, write_config
 
 HERE = Path(__file__).parent
@@ -376,8 +376,8 @@ def test_executor_and_ray_options_are_checked_when_the_config_loads(tmp_path):
         RunConfig.from_dict(base | {"ray": {"encoder": {"gpus": 1}}})
     cfg = RunConfig.from_dict(base | {"executor": "ray", "ray": {"address": "auto", "models": {"m": {"num_gpus": 0.5}}}})
     assert cfg.executor == "ray" and cfg.ray["address"] == "auto"
-    from tempcore.planning import RunError
-    from tempcore.ray_executor import RayOptions
+    from tempcore.run.planning import RunError
+    from tempcore.run.ray_executor import RayOptions
 
     opts = RayOptions.from_dict(cfg.ray)
     assert opts.for_model("m").num_gpus == 0.5 and opts.for_model("other").actors == 1
@@ -397,7 +397,7 @@ def test_dry_run_names_the_executor_and_the_cli_checks_its_flags(world, tmp_path
 
 
 def test_import_and_a_ray_config_never_import_ray(tmp_path):
-    code = ("import sys, tempcore, tempcore.runner, tempcore.cli.run; from tempcore.config import RunConfig; "
+    code = ("import sys, tempcore, tempcore.run.runner, tempcore.cli.run; from tempcore.run.config import RunConfig; "
             "RunConfig.from_dict({'benchmarks': [{'name': 'x', 'annotations': 'y'}], 'models': ['m'], "
             "'conditions': ['uniform'], 'executor': 'ray', 'ray': {'address': 'auto'}}); "
             "print(sorted(m for m in ('ray', 'torch') if m in sys.modules))")
@@ -406,12 +406,12 @@ def test_import_and_a_ray_config_never_import_ray(tmp_path):
 
 
 def test_a_call_takes_fresh_units_until_one_batch_and_a_tried_unit_goes_alone():
-    """:func:`tempcore.ray_executor._next_call`: consecutive never-tried units until the call holds
+    """:func:`tempcore.run.ray_executor._next_call`: consecutive never-tried units until the call holds
     ``request_batch`` items; a retried unit (or one split out of a failed call) is sent alone,
     with its own attempt count."""
     from collections import deque
 
-    from tempcore.ray_executor import _ALONE, _next_call
+    from tempcore.run.ray_executor import _ALONE, _next_call
 
     units = [[f"u{i}-{j}" for j in range(n)] for i, n in enumerate((3, 3, 3, 5, 2))]
     queue = deque((u, 0) for u in units)

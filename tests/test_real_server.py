@@ -29,12 +29,12 @@ import yaml
 
 import tempcore
 from tempcore.cli import main
-from tempcore.config import load_config
 from tempcore.models import ModelRequest
 from tempcore.models.openai_http import OpenAIChatModel
-from tempcore.runner import run
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
+from tempcore.run.config import load_config
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
+from tempcore.video.synthetic import write_video
 
 HERE = Path(__file__).parent
 from helpers.tiny_encoders import build_tiny_siglip  # noqa: E402

@@ -21,7 +21,7 @@ from tempcore.cli import main
 from tempcore.diagnostics import diagnose
 from tempcore.report import build_report, plots, write_report
 from tempcore.report.browser import select_samples, thumbnails
-from tempcore.synthvideo import read_pattern, write_video
+from tempcore.video.synthetic import read_pattern, write_video
 
 EVIL_QUESTION = ('<script>document.title="pwned"</script></script>'
                  '<img src=x onerror="document.title=\'pwned2\'"> which colour?')

@@ -14,7 +14,7 @@ import pytest
 from tempcore.records import Sample
 from tempcore.report.browser import _attach_thumbnails, _run_bounded, openable_video, thumbnails
 from tempcore.report.markdown import md_text
-from tempcore.synthvideo import write_video
+from tempcore.video.synthetic import write_video
 
 
 @pytest.mark.parametrize(

@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 from tempcore.cli import main
-from tempcore.config import ConfigError, RunConfig, load_config
 from tempcore.models import ModelResponse
 from tempcore.records import Condition
-from tempcore.runner import run
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
+from tempcore.run.config import ConfigError, RunConfig, load_config
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
+from tempcore.video.synthetic import write_video
 
 HERE = Path(__file__).parent
 from helpers.tiny_encoders import build_tiny_siglip  # noqa: E402
@@ -291,7 +291,7 @@ class _LetterA:
 
 def test_a_changed_encoder_is_not_reused_for_score_based_conditions(world, tmp_path):
     from tempcore.encoders import load_encoder
-    from tempcore.runner import RunError
+    from tempcore.run.runner import RunError
 
     cfg = load_config(write_config(world, tmp_path / "run",
                                    conditions=[{"strategy": "maxprob", "mode": "qa"}, {"strategy": "uniform"}]))
@@ -311,8 +311,8 @@ def test_a_changed_encoder_is_not_reused_for_score_based_conditions(world, tmp_p
 
 def test_the_planner_is_pure_samples_and_timelines_to_work_items(tmp_path):
     """plan_items reads only what it is given: no video (these do not exist), encoder or store."""
-    from tempcore.planning import Timeline, plan_items
     from tempcore.records import Sample
+    from tempcore.run.planning import Timeline, plan_items
 
     cfg = RunConfig.from_dict({
         "out": str(tmp_path / "never"), "k": 2, "fps": 2, "encoder": "some-encoder",
@@ -346,7 +346,7 @@ def test_the_planner_is_pure_samples_and_timelines_to_work_items(tmp_path):
 
 
 def test_an_executor_gets_only_the_unstored_items_and_the_driver_writes_the_store(world, tmp_path):
-    from tempcore.executor import LocalExecutor
+    from tempcore.run.executor import LocalExecutor
 
     class Recording(LocalExecutor):
         def __init__(self) -> None:

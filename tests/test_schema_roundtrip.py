@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tempcore import schema
 from tempcore.records import Condition, FrameSet, Prediction
-from tempcore.store import RunStore
-from tempcore.tidy import (
+from tempcore.run.store import RunStore
+from tempcore.tidy import schema
+from tempcore.tidy.table import (
     import_table,
     predictions_table,
     read_predictions,

@@ -18,7 +18,7 @@ from tempcore.cli import main as cli_main
 from tempcore.encoders import FrameTextEncoder, load_encoder
 from tempcore.encoders.cache import CacheKey, EmbeddingCache, default_cache_dir
 from tempcore.records import Sample
-from tempcore.scoring import (
+from tempcore.run.frame_scoring import (
     FrameScores,
     ScoreFailure,
     TextModeError,
@@ -31,8 +31,8 @@ from tempcore.scoring import (
     score_samples,
     sigmoid,
 )
-from tempcore.synthvideo import Scene, pattern_frame, truncate, write_frame_folder, write_video
-from tempcore.video import VideoNotFoundError, VideoReader
+from tempcore.video.decode import VideoNotFoundError, VideoReader
+from tempcore.video.synthetic import Scene, pattern_frame, truncate, write_frame_folder, write_video
 
 # --- fixtures ------------------------------------------------------------------------------------
 
@@ -132,7 +132,7 @@ def test_second_run_is_a_cache_hit_without_encoding(
 
 
 def _key(cache: EmbeddingCache, encoder: FrameTextEncoder, path: Path, **kw: object) -> CacheKey:
-    from tempcore.scoring import cache_key_for
+    from tempcore.run.frame_scoring import cache_key_for
 
     return cache_key_for(cache, path, encoder, fps=kw.pop("fps", 10.0), **kw)  # type: ignore[arg-type]
 

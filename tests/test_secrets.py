@@ -25,7 +25,7 @@ from tempcore.redaction import (
     secret_variants,
     url_secrets,
 )
-from tempcore.synthvideo import write_video
+from tempcore.video.synthetic import write_video
 
 KEY = "sk-envkey-0123456789abcdefXYZ"
 PASSWORD = "pw-s3cret-Q7"

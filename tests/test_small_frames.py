@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import tempcore.scoring as scoring
-import tempcore.video as video
-from tempcore.synthvideo import Scene, write_video
-from tempcore.video import SMALL_FRAME_PIXELS, VideoReader
+import tempcore.run.frame_scoring as scoring
+import tempcore.video.decode as video
+from tempcore.video.decode import SMALL_FRAME_PIXELS, VideoReader
+from tempcore.video.synthetic import Scene, write_video
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tempcore.records import Condition, Failure, FrameSet, Prediction
-from tempcore.store import (
+from tempcore.run.store import (
     MIGRATIONS,
     REDACTED,
     SCHEMA_VERSION,
@@ -326,13 +326,13 @@ def test_migration_hook_and_newer_schema(tmp_path: Path, monkeypatch: pytest.Mon
         conn.execute("ALTER TABLE predictions ADD COLUMN notes TEXT")
 
     monkeypatch.setitem(MIGRATIONS, 3, add_notes)
-    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 4)
+    monkeypatch.setattr("tempcore.run.store.SCHEMA_VERSION", 4)
     with RunStore(path) as s:
         assert s.schema_version == 4
         cols = [r[1] for r in s.connection.execute("PRAGMA table_info(predictions)")]
         assert "notes" in cols
         assert list(s.predictions()) == [make_prediction(1)]
-    monkeypatch.setattr("tempcore.store.SCHEMA_VERSION", 3)
+    monkeypatch.setattr("tempcore.run.store.SCHEMA_VERSION", 3)
     with pytest.raises(StoreError, match="newer tempcore"):
         RunStore(path)
 

@@ -8,7 +8,7 @@ import av
 import numpy as np
 import pytest
 
-from tempcore.synthvideo import (
+from tempcore.video.synthetic import (
     PatternCode,
     Scene,
     pattern_frame,

@@ -32,8 +32,8 @@ def test_table14_from_the_predictions_of_a_run(tmp_path: Path, capsys: pytest.Ca
     from tempcore.demo import WORLD_ENCODER
     from tempcore.diagnostics import analyses as A
     from tempcore.diagnostics import diagnose
-    from tempcore.tidy import read_predictions
-    from tempcore.video import probe
+    from tempcore.tidy.table import read_predictions
+    from tempcore.video.decode import probe
     from tempcore.world import BENCHMARK_NAME, generate_world
 
     # Videos of 2-20 s at 10 FPS (those with an event last >= 14 s): L from about 20 to 200 frames, so

@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from tempcore.config import FRAMELESS, RunConfig
 from tempcore.models import ModelRequest, ModelResponse, ModelSpec, load_model
 from tempcore.records import Condition, FrameSet
+from tempcore.run.config import FRAMELESS, RunConfig
 from tempcore.selection import STRATEGIES, SelectionError, needs_scores, select, textonly
 
 OPTIONS = ("the man opens the door", "the dog runs away", "a car stops")
@@ -50,8 +50,8 @@ class Recorder:
 
 
 def test_runner_sends_zero_images_for_textonly_and_grey_ones_for_noframe(tmp_path):
-    from tempcore.runner import run
-    from tempcore.synthvideo import write_video
+    from tempcore.run.runner import run
+    from tempcore.video.synthetic import write_video
 
     videos = tmp_path / "videos"
     videos.mkdir()
@@ -78,7 +78,7 @@ def test_runner_sends_zero_images_for_textonly_and_grey_ones_for_noframe(tmp_pat
     assert len(grey.images) == 4 and all((im == 128).all() and im.shape == (16, 16, 3) for im in grey.images)
     assert len(by["q0", "uniform"].images) == 4
     assert ("q_missing", "uniform") not in by
-    from tempcore.tidy import read_predictions
+    from tempcore.tidy.table import read_predictions
 
     t = read_predictions(tmp_path / "run" / "predictions.parquet")
     strategies = t.column("strategy").to_pylist()

@@ -14,8 +14,8 @@ import pytest
 
 from tempcore.cli import main
 from tempcore.records import Condition, FrameSet, Prediction, Sample
-from tempcore.store import RunStore
-from tempcore.tidy import (
+from tempcore.run.store import RunStore
+from tempcore.tidy.table import (
     REQUIRED_COLUMNS,
     PredictionsTableError,
     import_table,
@@ -432,7 +432,7 @@ def test_import_of_stored_rows_says_why_nothing_was_stored(tmp_path: Path, capsy
 
 
 def test_fingerprint_conflicts_name_models_answered_by_different_entries() -> None:
-    from tempcore.tidy import fingerprint_conflicts
+    from tempcore.tidy.table import fingerprint_conflicts
 
     base = _predictions()
     preds = [dataclasses.replace(p, model_fingerprint=fp) for p, fp in zip(base, ["a", "b", "", "c"])]

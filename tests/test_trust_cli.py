@@ -312,8 +312,8 @@ def test_every_analysis_command_reads_a_run_folder_or_store_like_a_table(tmp_pat
 
     from tempcore.cli import main
     from tempcore.records import Condition, Prediction
-    from tempcore.store import RunStore
-    from tempcore.tidy import predictions_table, write_table
+    from tempcore.run.store import RunStore
+    from tempcore.tidy.table import predictions_table, write_table
 
     preds = [Prediction(benchmark="b", sample_id=f"v{g}#b{i}", model="m", condition=cond.key,
                         response="A", answer=0, correct=int((g + i + j) % 3 != 0), frames=None,

@@ -1,4 +1,4 @@
-"""tempcore.video: decoding at a target fps by presentation timestamp.
+"""tempcore.video.decode: decoding at a target fps by presentation timestamp.
 
 Expected frames come from a naive second implementation of the definition (``expected_picks``:
 for each target time, bisect the list of source times) fed with source times that do not come
@@ -21,15 +21,7 @@ import numpy as np
 import pytest
 
 from tempcore.records import Sample
-from tempcore.synthvideo import (
-    pattern_frame,
-    read_pattern,
-    truncate,
-    write_audio,
-    write_frame_folder,
-    write_video,
-)
-from tempcore.video import (
+from tempcore.video.decode import (
     CorruptVideoError,
     EmptyVideoError,
     FrameBatch,
@@ -40,6 +32,14 @@ from tempcore.video import (
     VideoReader,
     probe,
     read_frames,
+)
+from tempcore.video.synthetic import (
+    pattern_frame,
+    read_pattern,
+    truncate,
+    write_audio,
+    write_frame_folder,
+    write_video,
 )
 
 DATA = Path(__file__).parent / "data"

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tempcore.cli import main
-from tempcore.synthvideo import write_audio, write_video
+from tempcore.video.synthetic import write_audio, write_video
 
 DATA = Path(__file__).parent / "data"
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from tempcore.records import Sample
-from tempcore.synthvideo import pattern_frame, write_video
-from tempcore.video import VideoReader, probe, read_frames
+from tempcore.video.decode import VideoReader, probe, read_frames
+from tempcore.video.synthetic import pattern_frame, write_video
 
 
 def _grainy(i: int, t: float) -> np.ndarray:
@@ -58,11 +58,11 @@ def test_damage_is_reported_by_probe_reader_and_read_frames(
 def test_frame_scores_carry_damage_and_log_it(damaged: dict[str, Path], tmp_path: Path, caplog) -> None:
     from helpers.tiny_encoders import tiny_checkpoints
     from tempcore.encoders import load_encoder
-    from tempcore.scoring import score_sample
+    from tempcore.run.frame_scoring import score_sample
 
     encoder = load_encoder(tiny_checkpoints(tmp_path / "enc")["siglip2"], batch_size=16)
     root = damaged["clean"].parent
-    caplog.set_level(logging.WARNING, logger="tempcore.scoring")
+    caplog.set_level(logging.WARNING, logger="tempcore.run.frame_scoring")
     for video, expect in (("clean.mp4", False), ("cut60.mp4", True), ("garbled.mp4", True)):
         s = Sample("toy", video.split(".")[0], video, "what is shown?", ("a", "b"), 0)
         scores = score_sample(s, encoder, "q", fps=5, video_root=root)

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tempcore import synthvideo, video
+from tempcore.video import decode as video
+from tempcore.video import synthetic as synthvideo
 
 FIXTURES = Path(__file__).parent / "data"  # the real fixture videos, shipped with the tests
 

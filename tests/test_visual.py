@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from tempcore.benchmarks import load_benchmark
-from tempcore.synthvideo import read_pattern, write_video
+from tempcore.video.synthetic import read_pattern, write_video
 from tempcore.visual.cmd import build_cmd
 from tempcore.visual.common import VisualBuildError, span_times
 from tempcore.visual.scoring import (
@@ -157,7 +157,7 @@ def test_vfp_options(tmp_path: Path) -> None:
 
 
 def _decoded_codes(path: Path) -> list[int]:
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
 
     batch = VideoReader(path, None).read_all()
     return [read_pattern(f).index for f in batch.frames]
@@ -344,7 +344,7 @@ def test_world_tfr_and_vfp_end_to_end(tmp_path: Path) -> None:
 
     assert preflight(samples, manifest.root) == []
     scenes = manifest.world.scene_map()
-    from tempcore.video import read_frames
+    from tempcore.video.decode import read_frames
     from tempcore.world.scene import render_frame
 
     s = next(x for x in samples if x.metadata["option_modality"] == "visual")
@@ -422,7 +422,7 @@ def test_tiny_vlm_answers_interleaved_visual_options(tmp_path: Path) -> None:
 def test_zoo_answers_world_tfr_visual_and_text_and_the_gap_is_scored(tmp_path: Path) -> None:
     from tempcore.models import load_model
     from tempcore.models.base import ModelSpec
-    from tempcore.tidy import predictions_table, write_table
+    from tempcore.tidy.table import predictions_table, write_table
     from tempcore.visual.answering import answer_samples
     from tempcore.visual.scoring import samples_from_annotations, score_predictions
     from tempcore.world import generate_world
@@ -437,7 +437,7 @@ def test_zoo_answers_world_tfr_visual_and_text_and_the_gap_is_scored(tmp_path: P
     visual = next(p for p in preds if not p.sample_id.endswith("-text"))
     assert len(visual.frames) == 4 + 4 * 2 and visual.option_probs is not None
     write_table(predictions_table(preds, samples=samples), tmp_path / "p.parquet")
-    from tempcore.tidy import read_predictions
+    from tempcore.tidy.table import read_predictions
 
     result = score_predictions(read_predictions(tmp_path / "p.parquet"),
                                samples_from_annotations(tmp_path / "tfr" / "annotations.jsonl"), n_boot=500)
@@ -472,7 +472,7 @@ def test_import_tempcore_does_not_import_torch() -> None:
 
 
 def test_vfp_from_frame_folders(tmp_path: Path) -> None:
-    from tempcore.synthvideo import write_frame_folder
+    from tempcore.video.synthetic import write_frame_folder
 
     clips = tmp_path / "clips"
     write_frame_folder(clips / "tower1", 16, size=(32, 32))

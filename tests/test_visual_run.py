@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from tempcore.config import RunConfig
-from tempcore.runner import RunError, run
-from tempcore.store import RunStore
-from tempcore.synthvideo import write_video
+from tempcore.run.config import RunConfig
+from tempcore.run.runner import RunError, run
+from tempcore.run.store import RunStore
+from tempcore.video.synthetic import write_video
 from tempcore.visual.cmd import build_cmd
 from tempcore.visual.tfr import build_tfr, read_annotations
 from tempcore.visual.vfp import build_vfp
@@ -30,7 +30,7 @@ EVENTS = [
 def builds(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("visual_run")
     videos = root / "videos"
-    # pattern videos: frame i (at i / 10 s) shows the code i (tempcore.synthvideo.read_pattern)
+    # pattern videos: frame i (at i / 10 s) shows the code i (tempcore.video.synthetic.read_pattern)
     write_video(videos / "v1.mp4", duration=20.0, fps=10, size=(32, 32))
     write_video(videos / "v2.mp4", duration=15.0, fps=10, size=(32, 32))
     write_video(root / "clips" / "c1.mp4", duration=2.0, fps=10, size=(32, 32))
@@ -104,7 +104,7 @@ def _shown(t: float) -> float:
 
 
 def test_visual_samples_run_through_the_store_and_resume(builds: dict[str, Path], tmp_path: Path) -> None:
-    from tempcore.synthvideo import read_pattern
+    from tempcore.video.synthetic import read_pattern
 
     out = tmp_path / "run"
     summary, made = _run(config(builds, out))
@@ -154,7 +154,7 @@ def test_visual_samples_run_through_the_store_and_resume(builds: dict[str, Path]
     assert not made2  # the model is not even loaded
 
     # the run's table scores as visual options (the visual / text gap per model)
-    from tempcore.tidy import read_predictions
+    from tempcore.tidy.table import read_predictions
     from tempcore.visual.scoring import samples_from_annotations, score_predictions
 
     assert summary.predictions_file is not None

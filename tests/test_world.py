@@ -13,7 +13,7 @@ import pytest
 
 from tempcore.benchmarks import load_benchmark
 from tempcore.cli import main
-from tempcore.video import VideoReader
+from tempcore.video.decode import VideoReader
 from tempcore.world import (
     FAMILIES,
     PLANTED_CATEGORIES,

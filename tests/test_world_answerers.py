@@ -232,7 +232,7 @@ def held_out(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def shipped_results(shipped, held_out):
-    from tempcore.video import read_frames
+    from tempcore.video.decode import read_frames
 
     def decoded(scene, indices):
         return read_frames(held_out.video_path(scene.video_id), indices).frames

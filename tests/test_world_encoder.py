@@ -10,7 +10,7 @@ import pytest
 from tempcore.cli import main
 from tempcore.encoders import load_encoder
 from tempcore.encoders.hf import HFFrameTextEncoder
-from tempcore.scoring import query_text
+from tempcore.run.frame_scoring import query_text
 from tempcore.world import encoder_path, generate_world, plan_world
 from tempcore.world.encoder_zoo import (
     MAX_TEXT_TOKENS,

@@ -3,7 +3,7 @@
 1. generate a held-out world (:func:`tempcore.world.generate_world`): encoded videos and a generic
    benchmark file whose questions are frame-agnostic, temporally grounded, trivial or visually biased
    by construction;
-2. run the audit (:func:`tempcore.runner.run`) with the embedded zoo: the shipped SigLIP-architecture
+2. run the audit (:func:`tempcore.run.runner.run`) with the embedded zoo: the shipped SigLIP-architecture
    encoder scores every frame (Eq. 1) through the same adapter a SigLIP2 checkpoint takes, and the
    answerers (a text-only model, frame models, a tiny generative HF VLM) answer under maxprob / minprob
    (QA mode), uniform, random, noframe and the window oracle — maxprob, minprob and noframe in every
@@ -53,7 +53,7 @@ def demo_config(
     """The run configuration of the demo over a generated world (``WorldManifest``).
     ``model_processes``: answer in worker processes (:mod:`tempcore.models.hosted`); the demo's own
     audit run does, its short side runs and the tests' runs with recording factories do not."""
-    from tempcore.config import RunConfig
+    from tempcore.run.config import RunConfig
     from tempcore.world import BENCHMARK_NAME
     from tempcore.world.answerers.model import zoo_specs
 
@@ -110,7 +110,7 @@ def run_demo(
         return _run_demo(out, n_questions=n_questions, quick=quick, seed=seed, k=k, progress=progress, log=log,
                          visual=visual)
     from tempcore import profiling
-    from tempcore.video import count_decodes
+    from tempcore.video.decode import count_decodes
 
     with profiling.collect() as prof, count_decodes() as decodes:
         result = _run_demo(out, n_questions=n_questions, quick=quick, seed=seed, k=k, progress=progress, log=log,
@@ -129,12 +129,12 @@ def _run_demo(
     import torch
 
     from tempcore.diagnostics import diagnose
-    from tempcore.export import export_tempcore
-    from tempcore.ordered import in_context
+    from tempcore.interop.export import export_tempcore
     from tempcore.profiling import section
     from tempcore.report import build_report, write_report
-    from tempcore.runner import run
-    from tempcore.tidy import read_predictions
+    from tempcore.run.ordered import in_context
+    from tempcore.run.runner import run
+    from tempcore.tidy.table import read_predictions
     from tempcore.world import BENCHMARK_NAME, generate_world
     from tempcore.world.validate import validate_predictions
 
@@ -224,12 +224,12 @@ def demo_grounding(
     HF answerer when its weights are there (it was trained on multiple-choice letters only, so its
     replies are expected to be parse failures: the demo shows them counted, not scored as answers),
     else the first zoo member (which answers no grounding request: it scores options). The retrieval
-    baseline needs no model (:mod:`tempcore.grounding.baseline`)."""
+    baseline needs no model (:mod:`tempcore.run.baseline`)."""
     import pyarrow.parquet as pq
 
-    from tempcore.config import RunConfig
     from tempcore.grounding.evaluate import table_groups
-    from tempcore.runner import run
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
     from tempcore.world.grounding import GROUNDING_BENCHMARK, grounding_samples
     from tempcore.world.hf_answerer import HF_NAME
 
@@ -305,10 +305,10 @@ def demo_mba(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tempcore.config import RunConfig
     from tempcore.diagnostics.mba import mba_table
-    from tempcore.runner import run
-    from tempcore.tidy import read_predictions
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
+    from tempcore.tidy.table import read_predictions
 
     raw = _side_run(cfg, out / "binary-run")
     raw["benchmarks"] = [{**dict(b), "binary": True, "limit": MBA_QUESTIONS} for b in raw["benchmarks"]]
@@ -405,9 +405,9 @@ def demo_order(
     ``tempcore_categories``: the FSS x LIS categories (soft) the main run gives the order questions."""
     import pyarrow.compute as pc
 
-    from tempcore.config import RunConfig
-    from tempcore.runner import run
-    from tempcore.tidy import read_predictions
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
+    from tempcore.tidy.table import read_predictions
     from tempcore.world import BENCHMARK_NAME
     from tempcore.world.families import ORDER_SENSITIVE_FAMILIES
     from tempcore.world.generator import write_annotations
@@ -582,9 +582,9 @@ def demo_visual(
     """
     import pyarrow.compute as pc
 
-    from tempcore.config import RunConfig
-    from tempcore.runner import run
-    from tempcore.tidy import read_predictions
+    from tempcore.run.config import RunConfig
+    from tempcore.run.runner import run
+    from tempcore.tidy.table import read_predictions
     from tempcore.visual.scoring import samples_from_annotations, score_predictions
     from tempcore.world.answerers.model import zoo_specs
     from tempcore.world.visual import world_tfr, world_vfp

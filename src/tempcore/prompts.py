@@ -303,7 +303,7 @@ def prompt_hash(text: str, length: int = 64) -> str:
 
     The text is hashed byte for byte, with no normalisation: two prompts differing in one space get
     different hashes. The full digest is the default, the same form the lmms-eval importer
-    (:mod:`tempcore.tidy`) stores for a log's ``input``, so hashes from both sources compare.
+    (:mod:`tempcore.tidy.table`) stores for a log's ``input``, so hashes from both sources compare.
     """
     if not 1 <= length <= 64:
         raise PromptError(f"prompt_hash length must be 1..64, not {length}")

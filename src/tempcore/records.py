@@ -264,14 +264,14 @@ class Prediction(_Record):
     order) when known, so the probability on the correct option can be read from the prediction
     alone (``p_correct``, used by ``soft`` scoring).
 
-    Identity and provenance (see :mod:`tempcore.identity`): ``sample_hash`` fingerprints the sample's
+    Identity and provenance (see :mod:`tempcore.run.identity`): ``sample_hash`` fingerprints the sample's
     content and video, ``model_fingerprint`` the model entry that answered and ``encoder_fingerprint``
     the encoder that scored the frames (score-based strategies only, else ``None``); empty / ``None``
     when unknown (predictions imported from elsewhere, or stored before schema v2). A stored
     prediction is reused by ``tempcore run`` only when all three match. ``n_frames`` is L, the number
     of decoded frames of the sample's video (or segment) at the condition's fps, ``None`` when
     unknown. ``video_damage`` names damage found while decoding the video (``None``: a clean decode).
-    The columns of every stored / exported form are declared in :mod:`tempcore.schema`.
+    The columns of every stored / exported form are declared in :mod:`tempcore.tidy.schema`.
 
     Grounding predictions (a sample with ``answer_windows`` and no options, issue 15) have no option
     index: ``answer`` and ``target`` are ``None`` and the answer is ``pred_start`` / ``pred_end``

@@ -351,6 +351,23 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.kind!r}, {len(self._entries)} entries{', frozen' if self._frozen else ''})"
 
 
+def lazy_exports(package: str, exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package's ``__getattr__`` and ``__dir__`` that import each exported name from its module
+    on first use (``exports`` maps a name to the module, relative to ``package``, that defines it),
+    so importing the package imports none of its modules."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        return getattr(importlib.import_module(f"{package}.{module}"), name)
+
+    def __dir__() -> list[str]:
+        return sorted(exports)
+
+    return __getattr__, __dir__
+
+
 def _same(old: Any, new: Any) -> bool:
     if old is new:
         return True
@@ -379,5 +396,6 @@ __all__ = [
     "UnknownNameError",
     "did_you_mean",
     "hint",
+    "lazy_exports",
     "suggest",
 ]

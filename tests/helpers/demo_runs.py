@@ -8,7 +8,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from tempcore.config import RunConfig
+from tempcore.run.config import RunConfig
 
 VOLATILE = {"run_id", "created_at", "latency_s"}
 """Columns that differ between two runs of the same work."""

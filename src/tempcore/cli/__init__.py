@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from tempcore._version import __version__
 from tempcore.errors import TempcoreError
-from tempcore.runlog import LEVELS
+from tempcore.run.runlog import LEVELS
 
 
 def command_modules() -> list[str]:
@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    from tempcore.interrupts import exit_code, signal_name, stop_signals
-    from tempcore.runlog import configure
+    from tempcore.run.interrupts import exit_code, signal_name, stop_signals
+    from tempcore.run.runlog import configure
 
     configure(args.log_level)
     try:

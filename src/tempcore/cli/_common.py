@@ -56,11 +56,11 @@ def read_predictions_arg(path: Path) -> Any:
     record; a ``predictions.parquet`` next to it may be older), else through the first of
     :data:`RUN_TABLES` it holds; a folder with neither is an error that says what was looked for.
     """
-    from tempcore.tidy import PredictionsTableError, read_predictions
+    from tempcore.tidy.table import PredictionsTableError, read_predictions
 
     path = Path(path).expanduser()
     if path.is_dir():
-        from tempcore.store import STORE_FILENAME
+        from tempcore.run.store import STORE_FILENAME
 
         if (path / STORE_FILENAME).is_file():
             return _store_table(path / STORE_FILENAME)
@@ -76,8 +76,8 @@ def read_predictions_arg(path: Path) -> Any:
 
 
 def _store_table(path: Path) -> Any:
-    from tempcore.store import RunStore
-    from tempcore.tidy import predictions_table, validate_table
+    from tempcore.run.store import RunStore
+    from tempcore.tidy.table import predictions_table, validate_table
 
     with RunStore(path, create=False) as store:
         return validate_table(predictions_table(store), str(path))

@@ -44,7 +44,7 @@ def register_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.export import export_tempcore
+    from tempcore.interop.export import export_tempcore
 
     table = read_predictions_arg(args.predictions)
     diagnosis = diagnose_args(table, args)

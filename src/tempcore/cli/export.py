@@ -3,7 +3,7 @@
 Subcommands:
 
 * ``tempcore export predictions --run RUN [--format parquet|csv|jsonl] [--out FILE] [--run-id ID]``
-  writes the tidy predictions table (columns in :mod:`tempcore.tidy`). ``RUN`` is the store: a
+  writes the tidy predictions table (columns in :mod:`tempcore.tidy.table`). ``RUN`` is the store: a
   ``.sqlite`` file, or a run directory holding ``store.sqlite``. Without ``--out`` the table goes
   next to the store as ``predictions.<format>``; ``--out -`` writes CSV / JSONL to stdout. The
   format defaults to the suffix of ``--out``, else Parquet.
@@ -72,8 +72,8 @@ def register_predictions(sub: argparse._SubParsersAction[argparse.ArgumentParser
 
 
 def export_predictions(args: argparse.Namespace) -> int:
-    from tempcore.store import RunStore, resolve_store_path
-    from tempcore.tidy import PredictionsTableError, infer_format, predictions_table, write_table
+    from tempcore.run.store import RunStore, resolve_store_path
+    from tempcore.tidy.table import PredictionsTableError, infer_format, predictions_table, write_table
 
     store_path = resolve_store_path(args.run)
     if args.out == "-":

@@ -27,8 +27,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.failures import describe_causes, failure_causes
-    from tempcore.store import STORE_FILENAME, RunStore, StoreError
+    from tempcore.run.failures import describe_causes, failure_causes
+    from tempcore.run.store import STORE_FILENAME, RunStore, StoreError
 
     path = Path(args.run).expanduser()
     if path.is_dir():

@@ -17,7 +17,7 @@ Condition flags (what the external run showed the model; lmms-eval does not log 
 responses with tempcore's one extractor; the last two join each line with the benchmark's samples
 (options, gold answer) and report the samples that have no response.
 * ``tempcore import table FILE --store PATH [--format ...] [--overwrite]`` reads a tidy predictions
-  table (CSV, Parquet or JSONL; see :mod:`tempcore.tidy`).
+  table (CSV, Parquet or JSONL; see :mod:`tempcore.tidy.table`).
 
 ``--store`` is a ``.sqlite`` file or a run directory (``store.sqlite`` inside); it is created when
 absent. Each import is one new run whose manifest names the source file and its SHA-256. Keys
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tempcore.records import Sample
-    from tempcore.store import RunStore
+    from tempcore.run.store import RunStore
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -92,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _open_store(where: str) -> RunStore:
-    from tempcore.store import RunStore
+    from tempcore.run.store import RunStore
 
     return RunStore.open(where)
 
@@ -123,7 +123,7 @@ def _samples(annotations: str, benchmark: str | None) -> tuple[str, list[Sample]
 
 
 def _store_import(args: argparse.Namespace, result: Any, errors: list[Any] | None, extra: dict[str, Any]) -> int:
-    from tempcore.tidy import file_sha256, store_predictions
+    from tempcore.tidy.table import file_sha256, store_predictions
 
     for err in errors or ():
         print(f"tempcore: skipped: {err}", file=sys.stderr)
@@ -159,7 +159,7 @@ def _store_import(args: argparse.Namespace, result: Any, errors: list[Any] | Non
 
 
 def import_lmms_eval_command(args: argparse.Namespace) -> int:
-    from tempcore.importers import ImportFormatError, import_lmms_eval, lmms_eval_model_name
+    from tempcore.interop.importers import ImportFormatError, import_lmms_eval, lmms_eval_model_name
 
     samples = None
     benchmark = args.benchmark
@@ -180,7 +180,7 @@ def import_lmms_eval_command(args: argparse.Namespace) -> int:
 
 
 def import_responses_command(args: argparse.Namespace) -> int:
-    from tempcore.importers import ImportFormatError, import_responses, import_temporalbench
+    from tempcore.interop.importers import ImportFormatError, import_responses, import_temporalbench
 
     _, samples = _samples(args.annotations, args.benchmark)
     errors: list[ImportFormatError] | None = [] if args.skip_bad else None
@@ -195,7 +195,7 @@ def import_responses_command(args: argparse.Namespace) -> int:
 
 
 def import_table_command(args: argparse.Namespace) -> int:
-    from tempcore.tidy import import_table
+    from tempcore.tidy.table import import_table
 
     with _open_store(args.store) as store:
         run_id, rows, written = import_table(args.file, store, overwrite=args.overwrite, format=args.format)

@@ -68,8 +68,8 @@ def read_rows(path: Path) -> Any:
         if suffix in (".parquet", ".pq"):
             return pq.read_table(path)
         if suffix in (".jsonl", ".ndjson", ".json"):
-            from tempcore.tidy_formats import read_table_file
-            from tempcore.tidy_validation import PredictionsTableError
+            from tempcore.tidy.formats import read_table_file
+            from tempcore.tidy.validation import PredictionsTableError
 
             try:  # the guarded reader: Arrow's own crashes the process on some lines (deep nesting, `null`)
                 return read_table_file(path, "jsonl")
@@ -99,7 +99,7 @@ def _pairs(values: list[str]) -> list[tuple[str, str]]:
 def run(args: argparse.Namespace) -> int:
     from tempcore.cli._common import load_sources, read_predictions_arg
     from tempcore.report import build_report, write_report
-    from tempcore.tidy import file_sha256
+    from tempcore.tidy.table import file_sha256
 
     if args.max_samples < 1:
         raise ReportInputError("--max-samples must be at least 1")

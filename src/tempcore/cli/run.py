@@ -44,9 +44,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace) -> int:
     import dataclasses
 
-    from tempcore.config import load_config
-    from tempcore.runner import RunError
-    from tempcore.runner import run as run_config
+    from tempcore.run.config import load_config
+    from tempcore.run.runner import RunError
+    from tempcore.run.runner import run as run_config
 
     cfg = load_config(args.config)
     if args.out:

@@ -114,7 +114,7 @@ def score_command(args: argparse.Namespace) -> int:
     from tempcore.cli._common import load_annotations, parse_annotations
     from tempcore.encoders import load_encoder
     from tempcore.encoders.cache import EmbeddingCache
-    from tempcore.scoring import FrameScores, ScoreFailure, parse_modes, score_samples
+    from tempcore.run.frame_scoring import FrameScores, ScoreFailure, parse_modes, score_samples
 
     if args.fps <= 0:
         print("tempcore score: error: --fps must be positive", file=sys.stderr)

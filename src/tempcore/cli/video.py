@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _probe(args: argparse.Namespace) -> int:
-    from tempcore.video import probe
+    from tempcore.video.decode import probe
 
     info = probe(
         args.path,

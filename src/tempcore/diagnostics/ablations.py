@@ -3,7 +3,7 @@ conditions, and per-sample order sensitivity (TVBench, "Lost in Time", paper 001
 sensitivity per sample is ours, beyond the papers).
 
 Pure, vectorised functions over the tidy predictions table (pyarrow + numpy; see
-:mod:`tempcore.tidy`). A *condition* is a ``strategy`` of the table: the video condition (a base
+:mod:`tempcore.tidy.table`). A *condition* is a ``strategy`` of the table: the video condition (a base
 strategy, default ``uniform``) and the ablations ``textonly`` (no image at all), ``noframe`` (grey
 images), ``single`` (one random frame), ``shuffled`` and ``reversed`` (the base strategy's frames
 reordered). Correctness is the paper's 0/1 ``correct`` (a parse failure is wrong).

@@ -1,6 +1,6 @@
 """Accuracy per model x condition, grouped by any predictions column or any field of the samples.
 
-Input: the tidy predictions table (``tempcore.tidy``): one row per prediction with at least
+Input: the tidy predictions table (``tempcore.tidy.table``): one row per prediction with at least
 ``benchmark, sample_id, model, strategy, mode, k, window, correct``. Definitions and choices:
 
 * Accuracy = correct / n over the predictions of a group, as a fraction, with a Wilson score

@@ -2,7 +2,7 @@
 
 A multiple-choice question with one correct description C and M negatives N_1..N_M becomes M binary
 questions {C, N_i}; the M binary questions of one C form a *group*. Over the tidy predictions table
-(``tempcore.tidy``), per model x condition:
+(``tempcore.tidy.table``), per model x condition:
 
 * **BA** = correct binary questions / binary questions.
 * **MBA** = groups with every binary question correct / groups.

@@ -13,7 +13,7 @@ Conventions shared by the per-sample analyses (Tables 2, 7, 14, Figs. 6, 9, 10, 
   sample's video or segment at the run's fps, from the predictions' ``n_frames`` column; a table
   without it is an error naming the column, never a fallback to assumed positions.
 * Table 7 needs every window of the oracle: rows of an early-stopped oracle (condition variant
-  ``early_stop``, :func:`tempcore.config.early_stop_mode`: windows asked until the first correct
+  ``early_stop``, :func:`tempcore.run.config.early_stop_mode`: windows asked until the first correct
   one) are refused with an error saying it needs ``early_stop: false``
   (:func:`early_stopped_oracle_rows`). The oracle gaps (Table 2, Figs. 6, 9, 10) need only the
   oracle correctness (any window correct), which early stop leaves unchanged.
@@ -251,8 +251,8 @@ def early_stopped_oracle_rows(table: Any, mask: np.ndarray | None = None) -> int
     only, so an analysis of every window's answer cannot use it."""
     import pyarrow as pa
 
-    from tempcore.config import EARLY_STOP_VARIANT
     from tempcore.diagnostics.table import _equal
+    from tempcore.run.config import EARLY_STOP_VARIANT
 
     enc = _encode(table)
     if "variant" not in enc.table.column_names or pa.types.is_null(enc.table.column("variant").type):

@@ -85,7 +85,7 @@ class SupportsPreparedImages(Protocol):
     """Optional split of ``encode_images`` into CPU preprocessing and the model forward pass.
 
     ``encode_images(frames) == encode_prepared(prepare_images(frames))``. When an encoder offers
-    it, :func:`tempcore.scoring.frame_embeddings` preprocesses the next batch in a background
+    it, :func:`tempcore.run.frame_scoring.frame_embeddings` preprocesses the next batch in a background
     thread while the model runs on the current one.
     """
 

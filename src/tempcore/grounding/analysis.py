@@ -10,7 +10,7 @@ the report's grounding section (:mod:`tempcore.report.grounding`).
 * **Candidate recall@K** (:func:`candidate_recall_rows`): the retrieval stage of every
   ``retrieve_ground`` condition is stored as a row of the model ``retrieval`` with
   ``answer_method`` ``candidates`` whose ``response`` lists the ranked candidate windows
-  (:func:`tempcore.grounding.baseline.candidates_prediction`); one row per (benchmark, condition):
+  (:func:`tempcore.run.baseline.candidates_prediction`); one row per (benchmark, condition):
   ``n`` queries with a GT window, ``contained@k`` and ``overlap@k`` for k = 1..K
   (:func:`tempcore.grounding.retrieval.candidate_recall` defines both). Needs the samples (GT).
 """
@@ -100,8 +100,8 @@ def candidate_recall_rows(
     ``[{"benchmark", "condition", "top_k", "n", "contained": {"1": x, ...}, "overlap": {...}}]``."""
     import pyarrow as pa
 
-    from tempcore.grounding.baseline import CANDIDATES_METHOD, RETRIEVAL_MODEL
     from tempcore.grounding.retrieval import candidate_recall
+    from tempcore.run.baseline import CANDIDATES_METHOD, RETRIEVAL_MODEL
 
     table = _only_benchmark(table, benchmark)
     methods = _strings(table, "answer_method")

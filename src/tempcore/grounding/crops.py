@@ -237,8 +237,8 @@ def crop_pairs(
     entry: Any, base: Any, sample: Sample, timestamps: Any, scores: Mapping[str, Any],
 ) -> list[tuple[Any, Any, Spans]]:
     """``[(condition, FrameSet, spans)]`` of one crop condition entry for one grounding sample: the
-    planner's hook (:func:`tempcore.planning.plan_items`). ``entry`` a
-    :class:`tempcore.config.ConditionEntry`, ``base`` its Condition; ``scores`` the timeline's
+    planner's hook (:func:`tempcore.run.planning.plan_items`). ``entry`` a
+    :class:`tempcore.run.config.ConditionEntry`, ``base`` its Condition; ``scores`` the timeline's
     scores by mode."""
     from tempcore.selection._common import SelectionError, prepare
 

@@ -2,7 +2,7 @@
 
 Two inputs:
 
-* a **tidy predictions table** (CSV / Parquet / JSONL, see :mod:`tempcore.tidy`) whose rows carry
+* a **tidy predictions table** (CSV / Parquet / JSONL, see :mod:`tempcore.tidy.table`) whose rows carry
   ``pred_start`` / ``pred_end`` (seconds; null or NaN = parse failure; a ``parse_error`` column
   equal to 1 also marks one) and / or ``iou``. Needed: ``sample_id``, ``model``, ``strategy``.
   With the benchmark's samples, IoUs are computed against every GT window (best match); without
@@ -83,8 +83,8 @@ def read_submission(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
 
 def read_table(path: str | os.PathLike[str]) -> Any:
     """A grounding predictions table (pyarrow) with its columns checked."""
-    from tempcore.tidy import PredictionsTableError
-    from tempcore.tidy_formats import read_table_file
+    from tempcore.tidy.formats import read_table_file
+    from tempcore.tidy.table import PredictionsTableError
 
     p = Path(path)
     try:  # the hardened reader: depth-bounded JSON, UTF-8 named by line, CSV strings kept as written

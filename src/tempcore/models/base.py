@@ -315,7 +315,7 @@ class ModelSpec:
     def preflight(self) -> list[str]:
         """What is wrong with this entry that can be seen without loading the model (a missing
         checkpoint file, an unknown member): one message per problem; ``[]`` when nothing is.
-        The run's configuration check (:func:`tempcore.config.check_config`) reports them before
+        The run's configuration check (:func:`tempcore.run.config.check_config`) reports them before
         anything loads. A backend's spec overrides it; the base checks nothing."""
         return []
 

@@ -261,7 +261,7 @@ def _handle(message: tuple[Any, ...], models: dict[int, Model]) -> Any:
     if op == "load":
         _, handle, spec, factory, quiet = message
         if quiet:
-            from tempcore.executor import load_quietly
+            from tempcore.run.executor import load_quietly
 
             model = load_quietly(factory, spec, progress=False)
         else:

@@ -17,7 +17,7 @@ Choices:
 * **Frames.** The MaxProb / MinProb rows of the diagnosis' FSS mode (and its ``k`` / ``encoder``
   filters) give ``frame_indices`` / ``frame_timestamps``. Frame selection does not depend on the
   model, so the first model's set is shown; a note says when models saw different frames. The
-  frames are decoded with :func:`tempcore.video.read_frames` at the prediction's ``fps`` (and the
+  frames are decoded with :func:`tempcore.video.decode.read_frames` at the prediction's ``fps`` (and the
   sample's segment and media), scaled to ``thumb_width`` pixels wide and stored as small JPEG
   ``data:`` URIs. A missing or undecodable video leaves a note, never a failure.
 * **Opening videos.** Only a regular file (or, for ``media="frames"``, a folder) is opened: a
@@ -197,7 +197,7 @@ def _native_size(path: Path, media: str) -> tuple[int, int] | None:
         if media == "frames":
             from PIL import Image
 
-            from tempcore.video import IMAGE_SUFFIXES
+            from tempcore.video.decode import IMAGE_SUFFIXES
 
             first = next(p for p in sorted(path.iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES)
             with Image.open(first) as im:
@@ -216,7 +216,7 @@ SEEK_AFTER_S = 120.0
 
 def _frame_near(path: Path, t: float, size: tuple[int, int] | None, media: str) -> Any:
     """The decoded frame whose presentation time is nearest ``t`` (a short seek-and-decode window)."""
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
 
     best, best_d = None, math.inf
     for batch in VideoReader(path, fps=None, start=max(0.0, t - 0.05), end=t + 0.05, size=size, media=media):
@@ -252,7 +252,7 @@ def _run_bounded(fn: Any, timeout_s: float) -> Any:
     """``fn()`` in a daemon thread; TimeoutError when it takes longer than ``timeout_s``."""
     import threading
 
-    from tempcore.ordered import in_context
+    from tempcore.run.ordered import in_context
 
     box: dict[str, Any] = {}
 
@@ -290,9 +290,9 @@ def thumbnails(
 
     ``path`` must be a regular file (a folder for ``media="frames"``): anything else raises
     ``ValueError`` without being opened. When ``damage`` is a list, the decoder's damage reason
-    (see :mod:`tempcore.video`) is appended to it.
+    (see :mod:`tempcore.video.decode`) is appended to it.
 
-    Frames are decoded with :func:`tempcore.video.read_frames` at ``fps`` in one streaming pass,
+    Frames are decoded with :func:`tempcore.video.decode.read_frames` at ``fps`` in one streaming pass,
     which reads the video up to the last index. When the frames lie more than ``seek_after_s``
     seconds into the video (long videos) and their ``timestamps`` are known, each frame is found
     instead by seeking near its timestamp and taking the decoded frame whose presentation time is
@@ -300,7 +300,7 @@ def thumbnails(
     """
     from PIL import Image
 
-    from tempcore.video import read_frames
+    from tempcore.video.decode import read_frames
 
     refused = openable_video(path, media)
     if refused is not None:

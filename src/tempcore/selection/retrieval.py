@@ -1,6 +1,6 @@
 """``retrieval``: the frames inside the frame-level retrieval window of the scores (issue 15).
 
-The strategy side of the ExtremeWhenBench retrieval baseline (:mod:`tempcore.grounding.baseline`
+The strategy side of the ExtremeWhenBench retrieval baseline (:mod:`tempcore.run.baseline`
 documents the condition, its parameters and what a grounding sample gets instead).
 
 Variants (``variant`` of the condition, part of its key so two presets are two conditions; explicit
@@ -42,10 +42,10 @@ def resolve_params(variant: str | None = None, params: dict[str, Any] | None = N
 @strategy("retrieval", needs_scores=True)
 def retrieval(frames: Frames, *, variant: str | None = None, **params: Any) -> FrameSet:
     """K frames at equal intervals (``uniform`` centres) among the frames inside the retrieval
-    window of the scores (:func:`tempcore.grounding.baseline.track_window`); when the window holds
+    window of the scores (:func:`tempcore.run.baseline.track_window`); when the window holds
     fewer than K frames, the K frames nearest its centre (so K frames whenever the video has them),
     in time order. Parameters: :data:`PARAMS`, presets: :data:`VARIANTS`."""
-    from tempcore.grounding.baseline import track_window
+    from tempcore.run.baseline import track_window
     from tempcore.selection.basic import uniform_positions
 
     assert frames.s is not None

@@ -6,11 +6,11 @@ option scoring answers with the letter directly) and returns :class:`tempcore.re
 whose ``frames`` hold the timestamps of every image shown, in order (context, then each option's
 frames; the probe frame of a yes/no question has timestamp ``-1``) and whose ``indices`` are the
 image positions in the request. A failed call becomes a :class:`tempcore.records.Failure`.
-Write the predictions with :func:`tempcore.tidy.predictions_table` and score them with
+Write the predictions with :func:`tempcore.tidy.table.predictions_table` and score them with
 ``tempcore visual score``.
 
 The condition is ``Condition(strategy="visual_options", k=<images shown>)`` (mode ``none``), the
-same as ``tempcore run`` gives these samples (:mod:`tempcore.visual.run`), which also stores, resumes
+same as ``tempcore run`` gives these samples (:mod:`tempcore.run.visual`), which also stores, resumes
 and fingerprints them; this function is the store-less path (one call, nothing cached).
 """
 

@@ -116,7 +116,7 @@ def _runs(indices: Sequence[int]) -> list[tuple[int, int]]:
 
 def _frames(path: Path, ts: Sequence[float], indices: Sequence[int], size: tuple[int, int]) -> Iterator[np.ndarray]:
     """The source frames ``indices`` (positions in the every-frame decode), streamed run by run."""
-    from tempcore.video import VideoReader
+    from tempcore.video.decode import VideoReader
 
     eps = 1e-6
     for first, last in _runs(indices):
@@ -146,8 +146,8 @@ def build_cmd(
     """Synthesise the four stimuli of every annotated video and write the yes/no questions."""
     from PIL import Image
 
-    from tempcore.synthvideo import write_video
-    from tempcore.video import VideoError, probe, read_frames
+    from tempcore.video.decode import VideoError, probe, read_frames
+    from tempcore.video.synthetic import write_video
 
     if n_segments < 2:
         raise VisualBuildError(f"n_segments must be >= 2, not {n_segments}")

@@ -145,7 +145,7 @@ def yes_no_request(
 def frames_at(path: Path, times: Sequence[float], *, media: str | None = None, size: tuple[int, int] | None = None,
               folder_fps: float = 3.0) -> tuple[list[np.ndarray], list[float]]:
     """The frame shown at each time (the last whose presentation time <= t; the first for earlier t)."""
-    from tempcore.video import probe, read_frames
+    from tempcore.video.decode import probe, read_frames
 
     ts = probe(path, fps=None, media=media, folder_fps=folder_fps).timestamps
     idx = [max(0, int(np.searchsorted(ts, t + 1e-9, side="right")) - 1) for t in times]
@@ -200,7 +200,7 @@ def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, 
     The video is probed once and every frame shown (context and options) decoded in one pass."""
     from PIL import Image
 
-    from tempcore.video import probe, read_frames, resolve_video_path
+    from tempcore.video.decode import probe, read_frames, resolve_video_path
 
     meta = sample.metadata
     path = resolve_video_path(sample.video, video_root)

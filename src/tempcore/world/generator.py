@@ -2,7 +2,7 @@
 
 :func:`plan_world` decides everything (scenes and questions) from a seed, in memory;
 :func:`generate_world` also writes it: the videos as real encoded files (H.264 in MP4 through
-:func:`tempcore.synthvideo.write_video`), ``annotations.jsonl`` in the generic benchmark format
+:func:`tempcore.video.synthetic.write_video`), ``annotations.jsonl`` in the generic benchmark format
 (``docs/benchmark-format.md``) and ``world.json`` (the configuration and every scene, so that
 :func:`load_world` can render any frame again without decoding).
 
@@ -578,7 +578,7 @@ def write_scene_video(scene: Scene, path: str | Path, *, crf: int = 18) -> Path:
     macroblock-tree rate control (``mbtree=0``). With mbtree on, x264 gave a different file for the
     same frames in about 1 encode of 40 at 48 x 48 (measured: 5 of 200 encodes of one world video;
     0 of 200 with ``mbtree=0``), so a regenerated world could change its answers."""
-    from tempcore.synthvideo import write_video
+    from tempcore.video.synthetic import write_video
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 
 For every question of a world with an evidence window (``brief_colour``: the triangle's
 appearance; the visual-bias families: the circle's absence or recolouring), the real pipeline
-scores every decoded frame of the video (:func:`tempcore.scoring.score_samples`, Eq. 1, in ``mode``)
+scores every decoded frame of the video (:func:`tempcore.run.frame_scoring.score_samples`, Eq. 1, in ``mode``)
 and selects K frames with the paper's MaxProb and MinProb (:mod:`tempcore.selection`). A frame is
 *in the window* when its timestamp t satisfies ``start <= t < end`` (the frames that show the event).
 
@@ -48,7 +48,7 @@ def probe_encoder(
     Returns ``{"k", "mode", "encoder", "groups": {group: {"n", "maxprob_any", "maxprob_top1",
     "maxprob_frac", "minprob_any", "minprob_frac"}}, "failures": [...]}``.
     """
-    from tempcore.scoring import FrameScores, score_samples
+    from tempcore.run.frame_scoring import FrameScores, score_samples
     from tempcore.selection import maxprob, minprob, rank_frames
 
     samples = [s for s in world.samples() if s.metadata.get("window") is not None]

@@ -1,7 +1,7 @@
 """Score a run over a synthetic world against what the world planted (``tempcore world validate``).
 
 ``validate_predictions(predictions, annotations)`` reads the tidy predictions table
-(:func:`tempcore.tidy.read_predictions`), diagnoses it (:func:`tempcore.diagnostics.diagnose`: FSS,
+(:func:`tempcore.tidy.table.read_predictions`), diagnoses it (:func:`tempcore.diagnostics.diagnose`: FSS,
 LIS and the taxonomy, per scoring method) and compares every sample's recovered category with the
 ``planted`` field of the world's annotations (:func:`tempcore.world.recovery.recovery`).
 
@@ -94,7 +94,7 @@ def validate_predictions(
     columns of the MaxProb / MinProb rows (e.g. ``{"k": 8}``) as in ``tempcore diagnose``.
     """
     from tempcore.diagnostics import diagnose
-    from tempcore.tidy import read_predictions
+    from tempcore.tidy.table import read_predictions
 
     planted = dict(annotations) if isinstance(annotations, Mapping) else planted_from_annotations(annotations)
     source = str(predictions) if isinstance(predictions, (str, os.PathLike)) else "<table>"

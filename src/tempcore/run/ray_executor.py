@@ -1,12 +1,12 @@
 """The Ray executor: the plan of a local run, scored and answered by Ray actors.
 
 ``tempcore run --config C --executor ray [--ray-address auto|HOST:PORT]`` (or ``executor: ray`` in
-the configuration) runs the same plan as a local run (:mod:`tempcore.planning`); only where the
+the configuration) runs the same plan as a local run (:mod:`tempcore.run.planning`); only where the
 two heavy steps happen changes:
 
 - **frame scoring**: Ray calls over whole videos (all the samples sharing a file and segment),
   sent to *frame actors* that each load the encoder once (``ray.encoder``: ``actors``,
-  ``num_gpus``, ``num_cpus``); they return the scores (:func:`tempcore.executor.frame_events`) to
+  ``num_gpus``, ``num_cpus``); they return the scores (:func:`tempcore.run.executor.frame_events`) to
   the driver, which builds the timelines and the work items. One call takes the videos the local
   scorer scores together: consecutive videos until their questions fill one text batch
   (:data:`TEXT_BATCH` texts; one video when it has more). The choice keeps every text embedding
@@ -18,13 +18,13 @@ two heavy steps happen changes:
   its model once; the driver sends them calls of units (a unit: one sample's items whose frames
   fit in ``max_frames_in_memory``, as locally; a call: consecutive units until they hold
   ``request_batch`` items, :func:`_next_call`), the actor answers a call as a local run answers
-  its job (:func:`tempcore.executor.answer_stream`: batches of ``request_batch`` formed across
+  its job (:func:`tempcore.run.executor.answer_stream`: batches of ``request_batch`` formed across
   the call's samples, frames decoded ahead by threads while the model answers) and returns
   Predictions / Failures. (One unit per call, as before, measured 24 calls per model of the
   reduced demo world, each decoding before answering and answering batches of one sample.)
 
 The driver alone writes the run store (one SQLite writer, local to the driver) and commits each
-unit's results as they arrive (:func:`tempcore.executor.commit`), with at most
+unit's results as they arrive (:func:`tempcore.run.executor.commit`), with at most
 ``max_in_flight`` calls per actor outstanding, so memory stays flat and a crash of anything loses
 at most what was in flight: a rerun resumes from the store exactly like a local run (stored keys
 are never asked again).
@@ -36,7 +36,7 @@ for good, or the model raised) is split into its units, each sent again alone, t
 failed ``max_attempts`` times; then each of its items goes to the failures table with the error (never
 into predictions) and the run goes on. A permanently dead actor is replaced by a fresh one. A
 model that cannot load stops the run (as locally); a model that returns the wrong number of
-responses stops it too (:class:`~tempcore.planning.RunError`). A frame-scoring call that keeps
+responses stops it too (:class:`~tempcore.run.planning.RunError`). A frame-scoring call that keeps
 failing makes its video a failed video (listed, its samples answered frameless only).
 
 Models run one after the other by default (one model's actors hold their GPUs at a time, as a
@@ -74,7 +74,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tempcore.errors import TempcoreError
-from tempcore.executor import (
+from tempcore.records import Failure, Sample
+from tempcore.run.executor import (
     Answered,
     AnswerSettings,
     ModelFactory,
@@ -88,21 +89,20 @@ from tempcore.executor import (
     frame_events,
     load_quietly,
 )
-from tempcore.planning import RunError, Timelines, WorkItem, answer_units
-from tempcore.records import Failure, Sample
+from tempcore.run.planning import RunError, Timelines, WorkItem, answer_units
 
 if TYPE_CHECKING:
-    from tempcore.config import RunConfig
     from tempcore.encoders.base import FrameTextEncoder
     from tempcore.encoders.cache import EmbeddingCache
-    from tempcore.executor import Identity
     from tempcore.models.base import Model, ModelSpec
-    from tempcore.scoring import FrameScores, ScoreFailure
-    from tempcore.store import RunStore
+    from tempcore.run.config import RunConfig
+    from tempcore.run.executor import Identity
+    from tempcore.run.frame_scoring import FrameScores, ScoreFailure
+    from tempcore.run.store import RunStore
 
 __all__ = ["ActorResources", "PendingEncoder", "RayExecutor", "RayOptions", "RemoteEncoder"]
 
-#: texts per encoder call in :func:`tempcore.scoring.score_samples` (its ``text_batch`` default)
+#: texts per encoder call in :func:`tempcore.run.frame_scoring.score_samples` (its ``text_batch`` default)
 TEXT_BATCH = 256
 
 
@@ -110,7 +110,7 @@ TEXT_BATCH = 256
 
 
 def _config_error(message: str) -> TempcoreError:
-    from tempcore.config import ConfigError
+    from tempcore.run.config import ConfigError
 
     return ConfigError(message)
 
@@ -182,7 +182,7 @@ class RayOptions:
 
     @classmethod
     def from_dict(cls, data: Any, *, where: str = "ray") -> RayOptions:
-        """Validate a ``ray:`` mapping; a :class:`~tempcore.config.ConfigError` names the key."""
+        """Validate a ``ray:`` mapping; a :class:`~tempcore.run.config.ConfigError` names the key."""
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
@@ -338,7 +338,7 @@ class PendingEncoder:
     """The encoder the frame actors are loading: what :meth:`RayExecutor.prepare` returns at once,
     so the driver loads and preflights the benchmarks (and hashes their videos) while the actors
     start and load it. ``name`` and ``fingerprint`` wait for the load (first use); a load that
-    failed raises :class:`~tempcore.planning.RunError` there (frame scoring asks first)."""
+    failed raises :class:`~tempcore.run.planning.RunError` there (frame scoring asks first)."""
 
     def __init__(self, wait: Callable[[], RemoteEncoder]) -> None:
         self._wait = wait
@@ -554,7 +554,7 @@ class RayExecutor:
         ``max_in_flight`` calls per actor outstanding; a call that keeps failing makes its video
         a failed video."""
         from tempcore.benchmarks import resolve_video
-        from tempcore.scoring import ScoreFailure
+        from tempcore.run.frame_scoring import ScoreFailure
 
         ray = self._init()
         actors = self._start_frame_actors()

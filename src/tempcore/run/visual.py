@@ -17,7 +17,7 @@ timeline at the run's fps, which does not apply to options that are frame sequen
   position of every image shown (``0 .. k-1``: context, then each option's frames in label order,
   then the probe frame of a yes/no question) and its presentation time (``-1`` for the probe image).
   ``n_frames`` is ``None`` (the video is not decoded at the run's fps).
-- **Identity**: the sample's fingerprint (:func:`tempcore.identity.sample_identity`: question,
+- **Identity**: the sample's fingerprint (:func:`tempcore.run.identity.sample_identity`: question,
   options, answer, segment, media, the video's content hash) gets one more entry, ``option frames``
   (:func:`visual_identity`): the times of every option's frames, the context's times, the number of
   video frames shown, the content hash of the CMD probe image and the fixed texts of the request
@@ -43,9 +43,9 @@ from tempcore.visual.answering import STRATEGY
 from tempcore.visual.requests import PROMPT_FORM, VIDEO_FRAMES, request_for_sample, shown_images
 
 if TYPE_CHECKING:
-    from tempcore.executor import Answered, Identity
     from tempcore.models.base import Model
-    from tempcore.planning import WorkItem
+    from tempcore.run.executor import Answered, Identity
+    from tempcore.run.planning import WorkItem
 
 VISUAL_STRATEGY = STRATEGY
 VISUAL_TASKS = frozenset({"tfr", "vfp", "cmd"})
@@ -93,11 +93,11 @@ def visual_identity(sample: Sample, video_root: str | Path | None, context_k: in
 
 def visual_items(samples: Sequence[Sample], sample_hashes: Mapping[str, str],
                  context_k: int = VIDEO_FRAMES) -> list[WorkItem]:
-    """One work item per visual-option sample (pure, like :func:`tempcore.planning.plan_items`): its
+    """One work item per visual-option sample (pure, like :func:`tempcore.run.planning.plan_items`): its
     condition (:func:`visual_condition`), the options as built (no rotation) and an empty FrameSet of
     ``k`` requested images, filled in when the request is built (:func:`visual_request`). Raises
     ``ValueError`` naming the sample when its metadata lacks what the request needs."""
-    from tempcore.planning import WorkItem
+    from tempcore.run.planning import WorkItem
 
     items = []
     for s in samples:
@@ -117,11 +117,11 @@ def answer_visual(
     identity: Identity | None = None,
 ) -> Iterator[Answered]:
     """Answer visual-option work items (the executor's path for them, see
-    :func:`tempcore.executor.answer_unit`): build each request, ask ``model`` in batches, yield the
+    :func:`tempcore.run.executor.answer_unit`): build each request, ask ``model`` in batches, yield the
     results. An item whose request cannot be built is a Failure ``visual options: ...`` without a
     call."""
-    from tempcore.executor import Answered, to_prediction
-    from tempcore.planning import RunError
+    from tempcore.run.executor import Answered, to_prediction
+    from tempcore.run.planning import RunError
 
     built: list[tuple[WorkItem, Any]] = []
     for it in items:
@@ -146,7 +146,7 @@ def visual_request(item: WorkItem, video_root: str | Path | None, *,
                    context_k: int = VIDEO_FRAMES) -> tuple[Any, WorkItem]:
     """The request of a planned visual-option work item, and the item with the frames it shows.
 
-    ``item`` is a :class:`tempcore.planning.WorkItem`; raises :class:`tempcore.errors.TempcoreError`
+    ``item`` is a :class:`tempcore.run.planning.WorkItem`; raises :class:`tempcore.errors.TempcoreError`
     (a video that does not decode) or ``OSError`` / ``KeyError`` (a missing probe image, a row without
     its metadata), which the runner records as the key's failure."""
     req = request_for_sample(item.sample, video_root, context_k=context_k)

@@ -9,7 +9,7 @@ handler read them:
 * the run folder: :func:`run_log` writes ``run.log`` in the run folder at every level (HTTP
   retries, every failed request, the resume decisions, the narrative), appending across resumes.
   It takes the records of its own run only: those logged in the run's context or in the threads it
-  starts (:func:`tempcore.ordered.in_context`), so two runs in one process keep separate logs.
+  starts (:func:`tempcore.run.ordered.in_context`), so two runs in one process keep separate logs.
 """
 
 from __future__ import annotations

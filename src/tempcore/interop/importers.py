@@ -2,7 +2,7 @@
 
 Every importer parses responses with the one shared extractor (:func:`tempcore.answers.extract_choice`)
 and returns an :class:`ImportResult` whose :class:`~tempcore.records.Prediction` rows go into a run
-store (:func:`tempcore.tidy.store_predictions`). A bad line raises :class:`ImportFormatError`
+store (:func:`tempcore.tidy.table.store_predictions`). A bad line raises :class:`ImportFormatError`
 (``file:line: reason``); with ``errors=[]`` it is collected there and the line skipped. Ids never come
 from row numbers unless asked (``id_field="doc_id"`` for an lmms-eval log).
 

@@ -5,7 +5,7 @@ in the order shown. :func:`plan_items` builds them from what it is given and not
 no encoder, no model, no store): the samples of one benchmark (loaded and preflighted by the
 runner), each sample's :class:`Timeline` (the candidate frames' timestamps at the run's fps and the
 Eq. 1 scores of each text mode the conditions need, computed by an executor, see
-:mod:`tempcore.executor`) and each sample's identity hash. The same plan is therefore run by every
+:mod:`tempcore.run.executor`) and each sample's identity hash. The same plan is therefore run by every
 executor (in process, or on a Ray cluster): only *where* frames are scored and questions answered
 differs, never *what* is asked.
 
@@ -15,7 +15,7 @@ items only for the samples that have a timeline; ``oracle`` expands into one con
 (``window=i``); ``rotations`` into one condition per option rotation (outermost), each showing the
 options rotated and carrying the permutation that maps the shown order back.
 
-Early-stopped oracle (``params: {early_stop: true}``, :func:`tempcore.config.early_stop_mode`): its
+Early-stopped oracle (``params: {early_stop: true}``, :func:`tempcore.run.config.early_stop_mode`): its
 window conditions carry ``variant=early_stop`` and :func:`plan_items` lists each (sample, rotation)'s
 windows in the order they are asked (:func:`tempcore.selection.windows.window_order`: decreasing
 mean frame score in the early-stop mode, ties by position). The runner does not hand them to the
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from tempcore.config import EARLY_STOP_VARIANT, FRAMELESS, ConditionEntry, RunConfig, early_stop_mode
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, FrameSet, Prediction, Sample
+from tempcore.run.config import EARLY_STOP_VARIANT, FRAMELESS, ConditionEntry, RunConfig, early_stop_mode
 
 __all__ = [
     "BenchmarkPlan",
@@ -65,7 +65,7 @@ class WorkItem:
     """One (sample, condition) to show a model: the FrameSet and the options in the order shown.
 
     ``permutation[j]`` is the original index of the j-th option shown; ``sample_hash`` the sample's
-    identity (:func:`tempcore.identity.sample_identity`); ``n_frames`` L, the number of decoded
+    identity (:func:`tempcore.run.identity.sample_identity`); ``n_frames`` L, the number of decoded
     frames of the sample's video at the run's fps (``None`` without a timeline); ``damage`` what the
     decoder reported for the video (``None`` when clean)."""
 
@@ -108,7 +108,7 @@ class BenchmarkPlan:
     not_multiple_choice: int = 0
     sample_identity: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     #: grounding samples among ``samples`` (answered with ``[start, end]``), and the retrieval
-    #: baseline's predictions for them (no model is called: :mod:`tempcore.grounding.baseline`)
+    #: baseline's predictions for them (no model is called: :mod:`tempcore.run.baseline`)
     grounding: int = 0
     baseline: list[Prediction] = field(default_factory=list)
 
@@ -216,14 +216,14 @@ def plan_items(
     Pure: reads only its arguments. A sample without a timeline gets its frameless conditions
     only (its video is missing, failed to decode, or was skipped as damaged; the runner lists it).
 
-    A grounding sample (:func:`tempcore.grounding.baseline.is_grounding`: windows, no options) is
+    A grounding sample (:func:`tempcore.run.baseline.is_grounding`: windows, no options) is
     shown to the models under every condition but two: ``qa``-mode conditions (a grounding sample
     has no answer text to score frames with) and ``retrieval`` (the baseline answers it without a
-    model: :func:`tempcore.grounding.baseline.baseline_predictions`). The crop conditions
+    model: :func:`tempcore.run.baseline.baseline_predictions`). The crop conditions
     (``retrieve_ground``, ``gtcrop``: :mod:`tempcore.grounding.crops`) are shown to grounding samples
     only, their items carrying the spans shown."""
-    from tempcore.grounding.baseline import RETRIEVAL_STRATEGY, is_grounding
     from tempcore.grounding.crops import CROP_STRATEGIES, crop_pairs
+    from tempcore.run.baseline import RETRIEVAL_STRATEGY, is_grounding
 
     conds = [(e, e.condition(cfg)) for e in cfg.conditions]
     items: list[WorkItem] = []

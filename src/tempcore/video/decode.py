@@ -206,7 +206,7 @@ _COUNTERS: contextvars.ContextVar[tuple[DecodeCounter, ...]] = contextvars.Conte
 def count_decodes() -> Iterator[DecodeCounter]:
     """Count the decoding passes of this context until the block ends (see :class:`DecodeCounter`):
     those of this thread and of the threads tempcore starts from it, which run in a copy of its
-    context (:func:`tempcore.ordered.in_context`), so two runs in two threads count apart. Counters
+    context (:func:`tempcore.run.ordered.in_context`), so two runs in two threads count apart. Counters
     nest: each active one sees every pass of the blocks inside it."""
     counter = DecodeCounter()
     token = _COUNTERS.set((*_COUNTERS.get(), counter))

@@ -17,7 +17,7 @@ The scores are the run's Eq. 1 scores (``sigmoid(cos)``, the encoder of the run,
 embedding cache) of the frames decoded at the run's ``fps`` — the paper's configuration is 1 fps
 with CLIP; set ``fps: 1`` for it. Text mode: ``q`` (the query alone). ``qa`` would put the answer
 into the query of a multiple-choice sample; a grounding sample has no answer text, so ``qa`` fails
-there (:class:`tempcore.scoring.TextModeError`). The window parameters (``beta``,
+there (:class:`tempcore.run.frame_scoring.TextModeError`). The window parameters (``beta``,
 ``smooth_frames``, ``min_len``, ``max_len``, ``floor``) are the condition's ``params`` over the
 preset of its ``variant`` (``paper``, ``fine``: :mod:`tempcore.selection.retrieval`); defaults
 are the paper's (β = 0.7 of the peak, clip [4, 60] s) and 5 smoothed frames (the paper leaves
@@ -41,8 +41,8 @@ from tempcore.grounding.crops import _fps_of, score_track  # one definition of a
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
 
 if TYPE_CHECKING:
-    from tempcore.config import RunConfig
-    from tempcore.planning import Timeline
+    from tempcore.run.config import RunConfig
+    from tempcore.run.planning import Timeline
 
 RETRIEVAL_STRATEGY = "retrieval"
 RETRIEVAL_MODEL = "retrieval"
@@ -110,8 +110,8 @@ def retrieval_prediction(
     ``model_fingerprint`` the fingerprint of :func:`retrieval_identity` (the window parameters).
     """
     from tempcore.diagnostics.grounding import best_iou
-    from tempcore.identity import fingerprint
-    from tempcore.scoring import query_text
+    from tempcore.run.frame_scoring import query_text
+    from tempcore.run.identity import fingerprint
     from tempcore.selection.retrieval import resolve_params
 
     started = time.perf_counter()
@@ -175,8 +175,8 @@ def candidates_prediction(
     from tempcore.diagnostics.grounding import best_iou
     from tempcore.grounding.crops import CANDIDATE_PARAMS, _check, top_k_of
     from tempcore.grounding.retrieval import candidate_windows
-    from tempcore.identity import fingerprint
-    from tempcore.scoring import query_text
+    from tempcore.run.frame_scoring import query_text
+    from tempcore.run.identity import fingerprint
 
     started = time.perf_counter()
     p = _check(dict(params or {}), CANDIDATE_PARAMS, "retrieve_ground")
@@ -223,7 +223,7 @@ def baseline_predictions(
     for a ``retrieve_ground`` condition, the stored candidate windows of its retrieval stage
     (:func:`candidates_prediction`).
     Pure: reads only its arguments (the run's planner calls it beside
-    :func:`tempcore.planning.plan_items`)."""
+    :func:`tempcore.run.planning.plan_items`)."""
     from tempcore.grounding.crops import RETRIEVE_GROUND
 
     entries = [(e, e.condition(cfg)) for e in cfg.conditions if e.strategy in (RETRIEVAL_STRATEGY, RETRIEVE_GROUND)]

@@ -18,13 +18,13 @@ Text modes
     the tokenizer; each score records ``text_truncated`` and ``text_tokens`` (tokens before cutting).
 
 Frames
-    Decoded by :class:`tempcore.video.VideoReader` at ``fps`` (default 10, the paper's rate) with
+    Decoded by :class:`tempcore.video.decode.VideoReader` at ``fps`` (default 10, the paper's rate) with
     real presentation timestamps; positions 0..L-1 are the indices a FrameSet refers to. Frame
     embeddings are computed once per video x segment x fps x encoder and kept in an
     :class:`EmbeddingCache`, so samples that share a video, both text modes and reruns only encode
     text. Decoding (and the encoder's CPU preprocessing) run in background threads, bounded queues of
     two batches between stages, while the encoder runs on the current batch; for small frames (at
-    most :data:`tempcore.video.SMALL_FRAME_PIXELS`) the stages run one after the other in the
+    most :data:`tempcore.video.decode.SMALL_FRAME_PIXELS`) the stages run one after the other in the
     calling thread instead (see :func:`frame_embeddings`).
 """
 
@@ -45,11 +45,11 @@ from tempcore import profiling
 from tempcore.encoders.base import FrameTextEncoder, SupportsPreparedImages, TextEncoding
 from tempcore.encoders.cache import CachedEmbeddings, CacheKey, EmbeddingCache, default_cache_dir
 from tempcore.errors import TempcoreError
-from tempcore.ordered import in_context, ordered_map
 from tempcore.records import Sample
+from tempcore.run.ordered import in_context, ordered_map
 
 if TYPE_CHECKING:
-    from tempcore.video import FrameBatch
+    from tempcore.video.decode import FrameBatch
 
 MODES = ("q", "qa")
 QA_JOIN = "{question} {answer}"
@@ -233,7 +233,7 @@ class ScoreFailure:
 
 
 class FrameSink(Protocol):
-    """Where a video's decoded frames go while it is scored (:class:`tempcore.framestore.FrameSpool`)."""
+    """Where a video's decoded frames go while it is scored (:class:`tempcore.run.framestore.FrameSpool`)."""
 
     def add(self, batch: FrameBatch) -> None: ...
 
@@ -242,7 +242,7 @@ class FrameSink(Protocol):
 
 class FrameKeeper(Protocol):
     """What :func:`score_samples` tells about each video it scores, so the frames answering needs
-    can be kept from this one decoding pass (:mod:`tempcore.framestore`).
+    can be kept from this one decoding pass (:mod:`tempcore.run.framestore`).
 
     ``sink(path, samples)`` is called before a video (shared by ``samples``) is decoded or read
     from the cache and returns where its decoded frames go (``None``: nowhere); ``done(path,
@@ -397,15 +397,15 @@ def frame_embeddings(
     For a :class:`Sample`, the path is ``video_root / sample.video`` and ``start`` / ``end`` /
     ``media`` default to the sample's. ``size`` = (width, height) resizes while decoding (FFmpeg) before
     the encoder's own preprocessing; ``folder_fps`` is the rate of a frame folder's images (default
-    :data:`tempcore.video.DEFAULT_FOLDER_FPS`); both are part of the cache key. With a ``cache``, a stored entry is returned without
+    :data:`tempcore.video.decode.DEFAULT_FOLDER_FPS`); both are part of the cache key. With a ``cache``, a stored entry is returned without
     decoding; otherwise the frames are decoded (background thread), preprocessed (another
     background thread, when the encoder supports :class:`SupportsPreparedImages`) and encoded in
     batches of ``batch_size`` (default: the encoder's), and the result is stored. ``on_batch`` is
-    called with every decoded :class:`~tempcore.video.FrameBatch` (in order; not on a cache hit),
-    e.g. to keep the frames answering will show (:mod:`tempcore.framestore`).
-    Raises the decoder's named :class:`~tempcore.video.VideoError` s, or :class:`NoFramesError`.
+    called with every decoded :class:`~tempcore.video.decode.FrameBatch` (in order; not on a cache hit),
+    e.g. to keep the frames answering will show (:mod:`tempcore.run.framestore`).
+    Raises the decoder's named :class:`~tempcore.video.decode.VideoError` s, or :class:`NoFramesError`.
     """
-    from tempcore.video import DEFAULT_FOLDER_FPS, SMALL_FRAME_PIXELS, VideoNotFoundError, VideoReader
+    from tempcore.video.decode import DEFAULT_FOLDER_FPS, SMALL_FRAME_PIXELS, VideoNotFoundError, VideoReader
 
     if isinstance(sample_or_path, Sample):
         sample = sample_or_path
@@ -640,11 +640,11 @@ def score_samples(
     video fails to decode or encode, becomes a ScoreFailure (sample id, video path, error) and the
     run goes on. ``on_sample`` is called once per sample when it is done (progress bars).
     ``keep`` hears of every video scored (:class:`FrameKeeper`): the frames answering shows can
-    be kept from this decoding pass (:mod:`tempcore.framestore`). ``workers`` > 1 decodes and
+    be kept from this decoding pass (:mod:`tempcore.run.framestore`). ``workers`` > 1 decodes and
     encodes that many videos at once (threads; the results and their order are the same): the
     decoder, the image processor and the encoder release the GIL for part of each frame, so a
     second video fills a core the first leaves idle (small frames are decoded and encoded in one
-    thread each, :data:`tempcore.video.SMALL_FRAME_PIXELS`).
+    thread each, :data:`tempcore.video.decode.SMALL_FRAME_PIXELS`).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, not {workers}")

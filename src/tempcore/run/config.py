@@ -134,7 +134,7 @@ def early_stop_mode(entry: ConditionEntry) -> str | None:
     windows whose frames match the question and its answer best come first), ``qa`` or ``q``.
     With it, a (sample, model, rotation) is asked its windows one at a time in decreasing mean
     Eq. 1 score of their frames in that mode (ties: by position) and no more once one is answered
-    correctly (:func:`tempcore.planning.next_oracle_wave`). Any other value, or ``early_stop`` on
+    correctly (:func:`tempcore.run.planning.next_oracle_wave`). Any other value, or ``early_stop`` on
     another strategy, is a :class:`ConfigError`."""
     params = entry.params if isinstance(entry.params, Mapping) else {}
     value = params.get("early_stop", False)
@@ -161,11 +161,11 @@ class RunConfig:
     decoded, and flagged in ``video_damage`` of every prediction) or ``skip`` (its framed conditions
     are not answered, as for a video that does not decode; no-frame conditions still are).
 
-    ``executor``: ``local`` (default: this process) or ``ray`` (:mod:`tempcore.ray_executor`), with
-    the ``ray`` mapping (:class:`tempcore.ray_executor.RayOptions`: address, actors per model, ...).
+    ``executor``: ``local`` (default: this process) or ``ray`` (:mod:`tempcore.run.ray_executor`), with
+    the ``ray`` mapping (:class:`tempcore.run.ray_executor.RayOptions`: address, actors per model, ...).
     ``parallel_models``: how many models the local executor answers at once (default 1: one after
     the other; N: N models loaded and answering together, see
-    :class:`tempcore.executor.LocalExecutor`); the Ray executor's own is ``ray.concurrent_models``.
+    :class:`tempcore.run.executor.LocalExecutor`); the Ray executor's own is ``ray.concurrent_models``.
     ``model_processes``: with ``parallel_models`` > 1, each answering thread loads its models in a
     worker process of its own (:mod:`tempcore.models.hosted`), so that local models answering side
     by side do not share one interpreter lock (default ``false``: threads of this process).
@@ -277,7 +277,7 @@ def _check_executor(source: str, data: dict[str, Any]) -> None:
     executor = data.get("executor", "local")
     if executor not in EXECUTORS:
         raise ConfigError(f"{source}: executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    from tempcore.ray_executor import RayOptions
+    from tempcore.run.ray_executor import RayOptions
 
     RayOptions.from_dict(data.get("ray") or {}, where=f"{source}: ray")
     data["ray"] = dict(data.get("ray") or {})

@@ -2,16 +2,16 @@
 
 Every diagnostic reads this table, whether it came from a run store (``tempcore export
 predictions``), from lmms-eval logs, or from a file a user made elsewhere. The columns, their
-types, which are required and what they mean are declared once in :data:`tempcore.schema.TIDY_COLUMNS`
-(the README's table is :func:`tempcore.schema.markdown_table`); this module derives the Arrow
+types, which are required and what they mean are declared once in :data:`tempcore.tidy.schema.TIDY_COLUMNS`
+(the README's table is :func:`tempcore.tidy.schema.markdown_table`); this module derives the Arrow
 schema, the export, the validation and the import back into Predictions from that declaration.
 
 Only the required columns must be present in a file given to :func:`read_predictions`; the
 others are carried along when present. pyarrow is imported inside the functions.
 
-This module builds the table (from a :class:`~tempcore.store.RunStore`, read only through its
+This module builds the table (from a :class:`~tempcore.run.store.RunStore`, read only through its
 methods, or from Predictions) and turns a table back into Predictions; the file formats are in
-:mod:`tempcore.tidy_formats` and the validation in :mod:`tempcore.tidy_validation` (their names
+:mod:`tempcore.tidy.formats` and the validation in :mod:`tempcore.tidy.validation` (their names
 are importable from here too).
 """
 
@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tempcore.records import LETTERS, Condition, FrameSet, Prediction, Sample
-from tempcore.schema import REQUIRED_COLUMNS, TIDY_COLUMNS, arrow_schema
-from tempcore.store import EXPORT_COLUMNS, EXPORT_FIELDS, RunStore
-from tempcore.tidy_formats import (
+from tempcore.run.store import EXPORT_COLUMNS, EXPORT_FIELDS, RunStore
+from tempcore.tidy.formats import (
     FORMATS,
     file_sha256,
     infer_format,
@@ -35,7 +34,8 @@ from tempcore.tidy_formats import (
     write_batches,
     write_table,
 )
-from tempcore.tidy_validation import PredictionsTableError, validate_table
+from tempcore.tidy.schema import REQUIRED_COLUMNS, TIDY_COLUMNS, arrow_schema
+from tempcore.tidy.validation import PredictionsTableError, validate_table
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -59,8 +59,8 @@ def _condition(key: str) -> Condition:
 
 # --- building -----------------------------------------------------------------------------
 
-# What the builder needs of each prediction, in this order (tempcore.store.EXPORT_COLUMNS): the key,
-# the Prediction fields the tidy table passes through unchanged (tempcore.schema.PASSTHROUGH), then
+# What the builder needs of each prediction, in this order (tempcore.run.store.EXPORT_COLUMNS): the key,
+# the Prediction fields the tidy table passes through unchanged (tempcore.tidy.schema.PASSTHROUGH), then
 # the parts the builder derives columns from. The store reads the frame parts and the option count
 # out of its JSON (RunStore.export_rows); a Prediction is converted in Python (_prediction_raw).
 _FIELDS = EXPORT_FIELDS
@@ -261,7 +261,7 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
 
     The condition is the ``condition`` column when present (checked against strategy, mode, k,
     window), else built from the condition columns (an empty ``k`` is an unknown K: ``k=unknown``).
-    Every Prediction field is read back from its column(s) (:data:`tempcore.schema.TIDY_COLUMNS`), so
+    Every Prediction field is read back from its column(s) (:data:`tempcore.tidy.schema.TIDY_COLUMNS`), so
     store -> export -> import keeps every column but ``run_id`` / ``created_at`` (the import's run). A store needs the parsed ``answer`` (index or
     letter) of every row, or for a grounding row its ``pred_start`` / ``pred_end`` (``iou`` and ``correct``
     are checked against each other: ``correct`` = ``iou >= 0.5``): a row without either must be a parse

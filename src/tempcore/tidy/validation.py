@@ -1,4 +1,4 @@
-"""Validation of a tidy predictions table (:mod:`tempcore.tidy`): the required columns, canonical
+"""Validation of a tidy predictions table (:mod:`tempcore.tidy.table`): the required columns, canonical
 column types, and the values every diagnostic relies on, with errors naming the source, the
 column and the first bad row. pyarrow is imported inside the functions.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tempcore.errors import TempcoreError
-from tempcore.schema import FLOAT_COLUMNS, INT_COLUMNS, REQUIRED_COLUMNS, STRING_COLUMNS
+from tempcore.tidy.schema import FLOAT_COLUMNS, INT_COLUMNS, REQUIRED_COLUMNS, STRING_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow as pa

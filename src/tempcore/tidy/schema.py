@@ -4,11 +4,11 @@ Every other form of a prediction is derived from the two declarations below:
 
 * :data:`STORE_COLUMNS` — one entry per field of :class:`tempcore.records.Prediction`, in field order,
   with its SQLite type. The run store's ``predictions`` DDL, its INSERT / SELECT column lists and
-  the row <-> Prediction conversion (:mod:`tempcore.store`) are built from it.
-* :data:`TIDY_COLUMNS` — the tidy predictions table (:mod:`tempcore.tidy`), in order, with its
+  the row <-> Prediction conversion (:mod:`tempcore.run.store`) are built from it.
+* :data:`TIDY_COLUMNS` — the tidy predictions table (:mod:`tempcore.tidy.table`), in order, with its
   Arrow type, whether a table given to ``read_predictions`` must hold it, where its values come
   from (``origin``) and what it means. The Arrow schema, the export, the import back into
-  Predictions, the type normalisation of :func:`tempcore.tidy.validate_table` and the column table
+  Predictions, the type normalisation of :func:`tempcore.tidy.table.validate_table` and the column table
   of the README (:func:`markdown_table`) are built from it.
 
 ``origin`` of a tidy column:
@@ -16,7 +16,7 @@ Every other form of a prediction is derived from the two declarations below:
 * ``field``     — the Prediction field of the same name, value unchanged;
 * ``condition`` — the attribute of the same name of :meth:`Condition.from_key` of ``condition``;
 * ``derived``   — computed from one or more fields (frames, option probabilities, parse error, the
-  samples); :func:`tempcore.tidy.table_to_predictions` computes the fields back from them;
+  samples); :func:`tempcore.tidy.table.table_to_predictions` computes the fields back from them;
 * ``store``     — a property of the stored row, not of the prediction (the run that stored it and
   when). An import stores rows under a new run, so these two are the only columns an
   export -> import -> export round trip does not keep; the import run's manifest names the file.
@@ -132,9 +132,9 @@ TIDY_COLUMNS: tuple[TidyColumn, ...] = (
                "derived"),
     TidyColumn("target", "int64", "index of the correct option (original order), when known"),
     TidyColumn("sample_hash", "string", "fingerprint of the sample's content and video (see "
-               "`tempcore.identity`); empty when unknown"),
+               "`tempcore.run.identity`); empty when unknown"),
     TidyColumn("model_fingerprint", "string", "fingerprint of the model entry that answered (see "
-               "`tempcore.identity`); empty when unknown"),
+               "`tempcore.run.identity`); empty when unknown"),
     TidyColumn("encoder_fingerprint", "string", "fingerprint of the encoder that scored the frames "
                "(score-based strategies), else null"),
     TidyColumn("n_frames", "int64", "L: decoded frames of the sample's video or segment at the run's fps; "

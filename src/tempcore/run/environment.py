@@ -3,7 +3,7 @@ platform, the versions of the installed packages that decide results, and tempco
 
 Probing imports nothing heavy (package versions come from installed metadata, not imports) and
 never fails a run: no git, no checkout or a slow git gives ``git_revision = None``.
-:class:`tempcore.store.RunStore` completes every manifest with :func:`environment_info`.
+:class:`tempcore.run.store.RunStore` completes every manifest with :func:`environment_info`.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Executors: where a run's frames are scored and its work items answered.
 
-The runner (:mod:`tempcore.runner`) plans (:mod:`tempcore.planning`), checks identities and owns the
+The runner (:mod:`tempcore.run.runner`) plans (:mod:`tempcore.run.planning`), checks identities and owns the
 run store; an :class:`Executor` does the two heavy steps:
 
 1. :meth:`Executor.timelines`: for the samples of one benchmark, the candidate frames at the run's
-   fps and the Eq. 1 scores of each needed text mode (:mod:`tempcore.scoring`, embedding cache),
+   fps and the Eq. 1 scores of each needed text mode (:mod:`tempcore.run.frame_scoring`, embedding cache),
    or, with no score-based condition, the probed timestamps alone;
 2. :meth:`Executor.answer`: for each :class:`ModelJob` (one model entry and the work items it has
    not answered yet), load the model once, decode the frames the items show (one pass per
-   :func:`tempcore.planning.answer_units` unit), answer them as one bounded stream of requests
+   :func:`tempcore.run.planning.answer_units` unit), answer them as one bounded stream of requests
    across samples and conditions (:func:`answer_stream`: ``concurrency`` x 2 requests outstanding
    for the HTTP backend, batches of ``request_batch`` formed across samples for batched local
    models), turn each response into a Prediction or a Failure (:func:`to_prediction`) and commit
@@ -16,7 +16,7 @@ run store; an :class:`Executor` does the two heavy steps:
    table, never into predictions.
 
 :class:`LocalExecutor` does both in this process, one model after the other. The Ray executor
-(:mod:`tempcore.ray_executor`) runs the same functions (:func:`frame_events`, :func:`answer_unit`)
+(:mod:`tempcore.run.ray_executor`) runs the same functions (:func:`frame_events`, :func:`answer_unit`)
 in Ray actors and commits on the driver, so both store the same rows.
 """
 
@@ -37,20 +37,28 @@ import numpy as np
 
 from tempcore import profiling
 from tempcore.errors import TempcoreError
-from tempcore.ordered import in_context, ordered_map
-from tempcore.planning import RunError, Timeline, Timelines, WorkItem, answer_chunks, answer_units, damage_of
 from tempcore.records import Condition, Failure, Prediction, Sample
+from tempcore.run.ordered import in_context, ordered_map
+from tempcore.run.planning import (
+    RunError,
+    Timeline,
+    Timelines,
+    WorkItem,
+    answer_chunks,
+    answer_units,
+    damage_of,
+)
 
 if TYPE_CHECKING:
-    from tempcore.config import RunConfig
     from tempcore.encoders.base import FrameTextEncoder
     from tempcore.encoders.cache import EmbeddingCache
-    from tempcore.framestore import FrameStore, RunKeeper
     from tempcore.models.base import Model, ModelRequest, ModelResponse, ModelSpec
     from tempcore.models.hosted import ModelHost
-    from tempcore.scoring import FrameScores, ScoreFailure
-    from tempcore.store import RunStore
-    from tempcore.video import FrameBatch
+    from tempcore.run.config import RunConfig
+    from tempcore.run.frame_scoring import FrameScores, ScoreFailure
+    from tempcore.run.framestore import FrameStore, RunKeeper
+    from tempcore.run.store import RunStore
+    from tempcore.video.decode import FrameBatch
 
 __all__ = [
     "GREY",
@@ -109,7 +117,7 @@ class ModelSummary:
 
 @dataclass(frozen=True)
 class Identity:
-    """The fingerprints a model's predictions of one run carry (see :mod:`tempcore.identity`)."""
+    """The fingerprints a model's predictions of one run carry (see :mod:`tempcore.run.identity`)."""
 
     model_fingerprint: str = ""
     encoder_fingerprint: str | None = None
@@ -153,7 +161,7 @@ class ModelJob:
 
 @dataclass(frozen=True)
 class AnswerSettings:
-    """The run settings answering needs (from :class:`tempcore.config.RunConfig`)."""
+    """The run settings answering needs (from :class:`tempcore.run.config.RunConfig`)."""
 
     video_root_of: Mapping[str, str | None] = field(default_factory=dict)
     noframe_size: int = 384
@@ -239,15 +247,15 @@ def frame_events(
 ) -> Iterator[FrameScores | ScoreFailure | Probe | ProbeFailure]:
     """The results of scoring (``modes``) or probing (no modes) the videos of ``samples``, as data.
 
-    Scoring yields :func:`tempcore.scoring.score_samples`' records; probing one :class:`Probe` or
+    Scoring yields :func:`tempcore.run.frame_scoring.score_samples`' records; probing one :class:`Probe` or
     :class:`ProbeFailure` per sample (samples that share a video and segment share one probe).
-    ``on_sample`` is called once per sample done. ``keep`` (:class:`tempcore.framestore.RunKeeper`)
+    ``on_sample`` is called once per sample done. ``keep`` (:class:`tempcore.run.framestore.RunKeeper`)
     keeps the frames answering will show from this pass: scoring hands it every decoded frame;
-    probing then decodes with RGB conversion (a :class:`~tempcore.video.VideoReader` pass, the same
-    timestamps and damage report as :func:`~tempcore.video.probe`) instead of a probe, so that
-    answering needs no second pass. ``workers``: videos scored at once (:func:`~tempcore.scoring.score_samples`)."""
+    probing then decodes with RGB conversion (a :class:`~tempcore.video.decode.VideoReader` pass, the same
+    timestamps and damage report as :func:`~tempcore.video.decode.probe`) instead of a probe, so that
+    answering needs no second pass. ``workers``: videos scored at once (:func:`~tempcore.run.frame_scoring.score_samples`)."""
     if modes:
-        from tempcore.scoring import score_samples
+        from tempcore.run.frame_scoring import score_samples
 
         if encoder is None:
             raise RunError(f"frame scoring in modes {list(modes)} needs an encoder")
@@ -276,7 +284,7 @@ def _probe_video(
 ) -> tuple[np.ndarray, str | None] | str:
     """(timestamps, damage) of one video's frames at ``fps``, or the decoding error's text; with
     ``keep``, a converting pass whose frames go to the keeper (see :func:`frame_events`)."""
-    from tempcore.video import VideoError, VideoReader, probe
+    from tempcore.video.decode import VideoError, VideoReader, probe
 
     if keep is None:
         try:
@@ -314,7 +322,7 @@ def collect_timelines(
 
     A video that fails is listed once in ``failed_videos`` (distinct videos); a damaged one in
     ``damaged_videos``. A sample whose scores failed for one mode but not another keeps no timeline."""
-    from tempcore.scoring import FrameScores
+    from tempcore.run.frame_scoring import FrameScores
 
     out: dict[str, Timeline] = {}
     failed: dict[str, None] = {}
@@ -350,12 +358,12 @@ def collect_timelines(
 def _load_frames(items: list[WorkItem], video_root: str | None) -> dict[int, np.ndarray]:
     """The union of the frames these items (all of one sample) show, by position.
 
-    From the active frame store when there is one (:func:`tempcore.framestore.active_store`: the
+    From the active frame store when there is one (:func:`tempcore.run.framestore.active_store`: the
     local executor keeps the frames its scoring pass decoded, so answering decodes nothing), else
-    decoded in one :func:`tempcore.video.read_frames` pass. The arrays are the same either way."""
+    decoded in one :func:`tempcore.video.decode.read_frames` pass. The arrays are the same either way."""
     from tempcore.benchmarks import resolve_video
-    from tempcore.framestore import active_store, video_key
-    from tempcore.video import read_frames
+    from tempcore.run.framestore import active_store, video_key
+    from tempcore.video.decode import read_frames
 
     wanted = sorted({i for it in items for i in it.frames.indices})
     if not wanted:
@@ -441,7 +449,7 @@ def to_prediction(
 
 
 def _grounding(item: WorkItem) -> bool:
-    from tempcore.grounding.baseline import is_grounding
+    from tempcore.run.baseline import is_grounding
 
     return is_grounding(item.sample)
 
@@ -511,14 +519,14 @@ def prepare_unit(
 ) -> Iterator[Prepared | Answered]:
     """The requests of one unit (items of one sample whose frames fit in memory together), in
     item order within each kind: visual-option items first (their requests are built from their
-    own metadata, :func:`tempcore.visual.run.visual_request`), then the others (asked with
+    own metadata, :func:`tempcore.run.visual.visual_request`), then the others (asked with
     ``method``), then grounding items (always generated, parsed as ``[start, end]``).
 
     The unit's frames are decoded in one pass. Frames that fail to decode fail only the items that
     show them (each a Failure ``frames: ...``, yielded as an :class:`Answered` with
     ``asked=False``, without a model call); a visual item whose request cannot be built is a
     Failure ``visual options: ...`` the same way. The no-frame items of the unit are still asked."""
-    from tempcore.visual.run import VISUAL_STRATEGY, visual_request
+    from tempcore.run.visual import VISUAL_STRATEGY, visual_request
 
     visual = [it for it in unit if it.condition.strategy == VISUAL_STRATEGY]
     for it in visual:
@@ -641,7 +649,7 @@ def answer_stream(
       sample's last few requests wait for the next sample's, rather than being sent short); the
       model splits a call into its own ``batch_size``. The last partial batch of each method is
       sent at the end, and after each unit whose index is in ``flush_after`` (the ends of a job's
-      chunks, :func:`tempcore.planning.answer_chunks`: no batch spans two chunks).
+      chunks, :func:`tempcore.run.planning.answer_chunks`: no batch spans two chunks).
 
     Frames are decoded one unit at a time (:func:`prepare_unit`), ahead of the answers, and each
     request keeps only the frames it shows, so at most ``request_batch`` (batched) or the window
@@ -917,7 +925,7 @@ def answer_items(
     next group waits until the previous one is stored, and a failed commit raises here.
 
     A batched model's batches are formed within the job's chunks
-    (:func:`tempcore.planning.answer_chunks`), as when several threads share the job
+    (:func:`tempcore.run.planning.answer_chunks`), as when several threads share the job
     (``parallel_models``), so its answers are the same either way.
 
     Keys in ``replace`` (stored rows whose fingerprints changed, ``--recompute``) are overwritten;
@@ -1097,7 +1105,7 @@ class LocalExecutor:
 
     With ``parallel_models: N`` (:class:`AnswerSettings`), N threads answer: each holds one model
     (so up to N models' weights are in memory) and answers chunks of its job
-    (:func:`tempcore.planning.answer_chunks`); a thread whose job is done starts the next job
+    (:func:`tempcore.run.planning.answer_chunks`); a thread whose job is done starts the next job
     nobody has started, and at the end joins the job with the most chunks left with a copy of its
     own (:class:`_Scheduler`), so the threads finish together. A batched model's batches are
     formed within chunks either way, so a model's answers are the same whatever N; a concurrent
@@ -1126,7 +1134,7 @@ class LocalExecutor:
         #: videos scored at once (default :data:`SCORING_WORKERS`, at most the cores)
         self.scoring_workers = scoring_workers or max(1, min(SCORING_WORKERS, os.cpu_count() or 1))
         #: keep the frames answering shows from the scoring pass (one decode per video,
-        #: :mod:`tempcore.framestore`); ``False`` decodes them again for every unit and model
+        #: :mod:`tempcore.run.framestore`); ``False`` decodes them again for every unit and model
         self.keep_frames = keep_frames
         self.frames: FrameStore | None = None
         #: the model worker processes (``model_processes``), one per answering thread
@@ -1157,7 +1165,7 @@ class LocalExecutor:
         if self.keep_frames:
             from functools import partial
 
-            from tempcore.framestore import FrameStore, RunKeeper, needed_positions, use_store
+            from tempcore.run.framestore import FrameStore, RunKeeper, needed_positions, use_store
 
             if self.frames is None:
                 self.frames = FrameStore()
@@ -1289,7 +1297,7 @@ class LocalExecutor:
 
             close_all(hosts)
         if self.frames is not None:
-            from tempcore.framestore import active_store, use_store
+            from tempcore.run.framestore import active_store, use_store
 
             if active_store() is self.frames:
                 use_store(None)

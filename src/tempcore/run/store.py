@@ -1,6 +1,6 @@
 """The run store: one SQLite file holding every prediction, failure and run manifest of an audit.
 
-Layout (schema version 3; the prediction columns come from :data:`tempcore.schema.STORE_COLUMNS`)::
+Layout (schema version 3; the prediction columns come from :data:`tempcore.tidy.schema.STORE_COLUMNS`)::
 
     schema_version(version)                         one row; bumped by migrations
     runs(run_id, created_at, manifest)              manifest = JSON (config, packages, seeds, models, git)
@@ -22,7 +22,7 @@ Schema versions: v1 had no identity columns; v2 had no grounding columns (``pred
 ``pred_end``, ``iou``: the answer of a grounding sample, see :class:`tempcore.records.Prediction`).
 Opening an older store migrates it in place, one version at a time in one transaction, every row
 kept: v1 -> v2 leaves fingerprints empty (unknown: such rows are never reused silently, see
-:mod:`tempcore.identity`); v2 -> v3 leaves the grounding columns NULL (every v2 row is a
+:mod:`tempcore.run.identity`); v2 -> v3 leaves the grounding columns NULL (every v2 row is a
 multiple-choice answer or a parse failure). A store from a newer tempcore is refused with a message.
 
 For a grounding row, ``answer`` / ``target`` are NULL and ``correct`` (INTEGER NOT NULL 0/1) means
@@ -70,12 +70,12 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tempcore._version import __version__
-from tempcore.environment import environment_info, git_revision
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Prediction
 from tempcore.redaction import REDACTED as REDACTED
 from tempcore.redaction import is_secret_key, redact_secrets, redact_text
-from tempcore.schema import KEY_COLUMNS, PASSTHROUGH, STORE_COLUMNS, predictions_ddl, store_column_names
+from tempcore.run.environment import environment_info, git_revision
+from tempcore.tidy.schema import KEY_COLUMNS, PASSTHROUGH, STORE_COLUMNS, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
@@ -190,7 +190,7 @@ class StoreError(TempcoreError):
 # they are imported above and re-exported here for existing callers.
 
 
-# git / environment probing lives in :mod:`tempcore.environment` (re-exported here).
+# git / environment probing lives in :mod:`tempcore.run.environment` (re-exported here).
 
 
 def _now() -> str:
@@ -578,7 +578,7 @@ class RunStore:
     def put_fingerprints(self, entries: Mapping[str, tuple[str, Mapping[str, Any]]]) -> int:
         """Record what fingerprints stand for: ``hash -> (kind, data)``; kinds are ``sample``,
         ``model`` and ``encoder``. Known hashes are left alone. The data is redacted
-        (:func:`redact_secrets`) and lets a later run say *what* changed (see :mod:`tempcore.identity`)."""
+        (:func:`redact_secrets`) and lets a later run say *what* changed (see :mod:`tempcore.run.identity`)."""
         rows = []
         for digest, (kind, data) in entries.items():
             try:
@@ -673,10 +673,10 @@ class RunStore:
                 yield dict(zip(names, r))
 
     def export_rows(self, *, run_id: str | None = None, batch_size: int = 2048) -> Iterator[list[tuple[Any, ...]]]:
-        """The rows the tidy table (:mod:`tempcore.tidy`) is built from, in key order, in batches.
+        """The rows the tidy table (:mod:`tempcore.tidy.table`) is built from, in key order, in batches.
 
         Each row is a tuple of :data:`EXPORT_COLUMNS`: the key, the Prediction fields the tidy table
-        passes through (:data:`tempcore.schema.PASSTHROUGH`), then the parts it derives columns from,
+        passes through (:data:`tempcore.tidy.schema.PASSTHROUGH`), then the parts it derives columns from,
         read out of the stored JSON here (frame indices / timestamps as JSON text, requested, grey,
         the number of option probabilities, the probabilities as JSON text), and ``run_id`` /
         ``created_at``. ``run_id`` restricts the rows to one run.
@@ -811,7 +811,7 @@ _frames_json = frames_json  # its old private name
 
 
 def _prediction_row(p: Prediction) -> tuple[Any, ...]:
-    """The store row of ``p``, in :data:`tempcore.schema.STORE_COLUMNS` order."""
+    """The store row of ``p``, in :data:`tempcore.tidy.schema.STORE_COLUMNS` order."""
     out = []
     for c in STORE_COLUMNS:
         value = getattr(p, c.name)

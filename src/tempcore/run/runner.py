@@ -4,18 +4,18 @@ The pipeline (every arrow persisted or cached):
 
 1. load each benchmark (:mod:`tempcore.benchmarks`) and preflight its videos: a sample whose
    video is missing is listed, and still answered under frameless conditions (no-frame);
-2. score every frame of every video once per encoder (:mod:`tempcore.scoring`, embedding cache),
+2. score every frame of every video once per encoder (:mod:`tempcore.run.frame_scoring`, embedding cache),
    in the text modes the conditions need; a video that fails to decode is listed and skipped
-   (done by the executor: :meth:`tempcore.executor.Executor.timelines`);
+   (done by the executor: :meth:`tempcore.run.executor.Executor.timelines`);
 3. select each condition's FrameSet (:mod:`tempcore.selection`; oracle conditions expand into
    one condition per window, ``window=i``; ``rotations`` into one per option rotation): the pure
-   planner :func:`tempcore.planning.plan_items` turns samples and timelines into work items;
+   planner :func:`tempcore.run.planning.plan_items` turns samples and timelines into work items;
 4. for each model: ask the run store which keys are missing and hand the executor one
-   :class:`~tempcore.executor.ModelJob` per model (:meth:`~tempcore.executor.Executor.answer`;
+   :class:`~tempcore.run.executor.ModelJob` per model (:meth:`~tempcore.run.executor.Executor.answer`;
    an early-stopped oracle's windows go in waves, see below):
    it loads each model once, decodes the frames of those requests (one streaming pass per sample
    and chunk of conditions), answers in batches, extracts the answer (:mod:`tempcore.answers`),
-   maps rotations back, and commits each batch (:mod:`tempcore.store`; only this process writes
+   maps rotations back, and commits each batch (:mod:`tempcore.run.store`; only this process writes
    the store). Failed calls go to the failures table, never into predictions. A rerun makes no
    call for a stored key whose fingerprints match.
 
@@ -24,8 +24,8 @@ the first call to the executor answers everything else and the first window of e
 rotation) in the asking order (decreasing mean frame score, ties by position:
 :func:`tempcore.selection.windows.window_order`); after each call the runner reads the store and
 hands the executor, per model, the next window of every (sample, rotation) that model has not
-answered correctly yet (:func:`tempcore.planning.next_oracle_wave`), until none is left. The
-executor is the same (local or Ray): each wave is one :meth:`~tempcore.executor.Executor.answer`
+answered correctly yet (:func:`tempcore.run.planning.next_oracle_wave`), until none is left. The
+executor is the same (local or Ray): each wave is one :meth:`~tempcore.run.executor.Executor.answer`
 call. Locally a model stays loaded across its waves (one model in memory at a time, as without
 waves); the Ray executor starts a model's actors once per wave (one model load per wave). A window
 whose call failed is passed over in this run (it is in the failures table) and asked again by a
@@ -37,16 +37,16 @@ uniform-vs-oracle analyses are the same as without early stop.
 
 Visual-option samples (rows of ``tempcore visual build``: options that are frame sequences, and
 their text controls) skip steps 2-3: each is one work item under ``visual_options``, whatever the
-listed conditions, and its request is built from its own metadata (:mod:`tempcore.visual.run`).
+listed conditions, and its request is built from its own metadata (:mod:`tempcore.run.visual`).
 
-Executors: :class:`tempcore.executor.LocalExecutor` (the default: this process, one model after
+Executors: :class:`tempcore.run.executor.LocalExecutor` (the default: this process, one model after
 the other); the Ray executor (``executor: ray``) runs the same steps on a Ray cluster.
 
-Before the first heavy step the whole configuration is checked (:func:`tempcore.config.check_config`):
+Before the first heavy step the whole configuration is checked (:func:`tempcore.run.config.check_config`):
 files, strategies, templates, models; every problem is reported at once. ``dry_run`` stops after
 that and prints the plan from the annotations alone (no encoder, no decoding, no store written).
 
-Identity (:mod:`tempcore.identity`): every prediction carries ``sample_hash``,
+Identity (:mod:`tempcore.run.identity`): every prediction carries ``sample_hash``,
 ``model_fingerprint`` and (score-based conditions) ``encoder_fingerprint``. Before any model is
 loaded, the run compares them with the stored rows of its keys, and also what each stored row was
 shown with what its planned work item shows (the frames; a grounding row's prompt hash), since a
@@ -82,8 +82,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tempcore.config import FRAMELESS, RunConfig, early_stop_mode
-from tempcore.executor import (
+from tempcore.records import Condition, Prediction, Sample
+from tempcore.run.config import FRAMELESS, RunConfig, early_stop_mode
+from tempcore.run.executor import (
     GREY,
     AnswerSettings,
     Executor,
@@ -94,9 +95,9 @@ from tempcore.executor import (
     answer_items,
     to_prediction,
 )
-from tempcore.executor import _load_frames as _load_frames
-from tempcore.executor import _request as _request
-from tempcore.planning import (
+from tempcore.run.executor import _load_frames as _load_frames
+from tempcore.run.executor import _request as _request
+from tempcore.run.planning import (
     BenchmarkPlan,
     OracleChain,
     RunError,
@@ -108,15 +109,14 @@ from tempcore.planning import (
     oracle_chains,
     plan_items,
 )
-from tempcore.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
-from tempcore.records import Condition, Prediction, Sample
+from tempcore.run.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
 
 if TYPE_CHECKING:
     from tempcore.encoders.base import FrameTextEncoder
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.models.base import Model, ModelSpec
-    from tempcore.store import RunStore
-    from tempcore.video import DecodeCounter
+    from tempcore.run.store import RunStore
+    from tempcore.video.decode import DecodeCounter
 
 __all__ = [
     "GREY",
@@ -152,11 +152,11 @@ class RunSummary:
     predictions_file: str | None = None
     #: per model, what the early-stopped oracle asked (:func:`_answer_in_waves`); empty without one
     oracle_early_stop: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    #: decoding passes of this run in this process (:meth:`tempcore.video.DecodeCounter.summary`:
+    #: decoding passes of this run in this process (:meth:`tempcore.video.decode.DecodeCounter.summary`:
     #: ``videos``, ``passes``, ``max_per_video``, ``per_video``, ``by_kind``); ``None`` for a dry run
     decodes: dict[str, Any] | None = None
     #: the failed requests of this run grouped by cause, the most frequent first
-    #: (:func:`tempcore.failures.failure_causes`, the first :data:`~tempcore.failures.FIRST_CAUSES`)
+    #: (:func:`tempcore.run.failures.failure_causes`, the first :data:`~tempcore.run.failures.FIRST_CAUSES`)
     failure_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``); ``None``: it ran to the end
     interrupted: str | None = None
@@ -204,14 +204,14 @@ def plan_benchmark(
     """Load, preflight, score and select: every WorkItem of one benchmark (no model is called).
 
     Frames are scored by ``executor`` (default: a :class:`LocalExecutor` scoring with ``encoder``);
-    the items come from :func:`tempcore.planning.plan_items`. ``video_hash`` (default:
+    the items come from :func:`tempcore.run.planning.plan_items`. ``video_hash`` (default:
     :meth:`EmbeddingCache.content_hash` of ``cache``, else :func:`tempcore.encoders.cache.content_hash`)
     gives each present video's identity for the samples' fingerprints
-    (:func:`tempcore.identity.sample_identity`).
+    (:func:`tempcore.run.identity.sample_identity`).
     """
     from tempcore.benchmarks import resolve_video
-    from tempcore.identity import fingerprint, sample_identity
-    from tempcore.visual.run import IDENTITY_KEY, is_visual_sample, visual_identity, visual_items
+    from tempcore.run.identity import fingerprint, sample_identity
+    from tempcore.run.visual import IDENTITY_KEY, is_visual_sample, visual_identity, visual_items
 
     if executor is None:
         executor = LocalExecutor(encoder)
@@ -250,7 +250,7 @@ def plan_benchmark(
     timeline: dict[str, Timeline] = {}
     ordinary = [s for s in has_video if s.sample_id not in visual]
     if framed and ordinary:
-        from tempcore.grounding.baseline import is_grounding
+        from tempcore.run.baseline import is_grounding
 
         # grounding samples have no answer text: their frames are scored in the modes but qa
         ground = [s for s in ordinary if is_grounding(s)]
@@ -276,7 +276,7 @@ def plan_benchmark(
     except ValueError as exc:  # a row without the metadata its build writes
         raise RunError(str(exc)) from None
     if plan.grounding:
-        from tempcore.grounding.baseline import baseline_predictions
+        from tempcore.run.baseline import baseline_predictions
 
         plan.baseline = baseline_predictions(cfg, mc, timeline, identity)
     return plan
@@ -306,7 +306,7 @@ def _load_plan(
         samples = binarize(samples, seed=cfg.seed, skip_invalid=True)
     samples = [s for s in samples if in_shard(s, shard)]
     video_root = entry.video_root if entry.video_root is not None else getattr(result, "video_root", None)
-    from tempcore.grounding.baseline import is_grounding
+    from tempcore.run.baseline import is_grounding
 
     # answered: multiple-choice samples and grounding samples (windows, no options: [start, end])
     mc = [s for s in samples if (s.options and s.answer is not None) or is_grounding(s)]
@@ -345,14 +345,14 @@ def run(
 
     ``model_factory`` (default :func:`tempcore.models.load_model`) and ``encoder`` (default
     :func:`tempcore.encoders.load_encoder` of ``cfg.encoder``) let a caller pass loaded objects.
-    ``executor`` (default :class:`tempcore.executor.LocalExecutor`) scores the frames and answers;
+    ``executor`` (default :class:`tempcore.run.executor.LocalExecutor`) scores the frames and answers;
     this process plans, checks identities and alone writes the store.
     ``shard=(i, n)`` keeps the samples of shard i of n (a stable hash partition), so n processes or
     machines can split one run; on one machine they may share the store, across machines each
     writes its own and ``tempcore import table`` merges them. ``recompute`` replaces the stored
     predictions whose fingerprints differ from this run's (without it the run stops, naming them).
     """
-    from tempcore.config import check_config
+    from tempcore.run.config import check_config
 
     if shard is not None and not (shard[1] > 0 and 0 <= shard[0] < shard[1]):
         raise RunError(f"shard must be I/N with 0 <= I < N, not {shard[0]}/{shard[1]}")
@@ -366,9 +366,9 @@ def run(
         return _dry_run(cfg, specs, out, store_path, limit=limit, shard=shard, log=log)
 
     from tempcore.encoders.cache import EmbeddingCache, default_cache_dir
-    from tempcore.runlog import SHOWN, narrated, run_log
-    from tempcore.store import RunStore
-    from tempcore.video import count_decodes
+    from tempcore.run.runlog import SHOWN, narrated, run_log
+    from tempcore.run.store import RunStore
+    from tempcore.video.decode import count_decodes
 
     with run_log(out):
         log = narrated(log)
@@ -380,7 +380,7 @@ def run(
                                 cache=EmbeddingCache(cfg.cache or default_cache_dir()), store_type=RunStore,
                                 decodes=decodes)
         except KeyboardInterrupt as exc:
-            from tempcore.interrupts import signal_name
+            from tempcore.run.interrupts import signal_name
 
             _runlog.warning("run stopped by %s", signal_name(exc), extra=SHOWN)
             raise
@@ -395,7 +395,7 @@ def _executor_for(cfg: RunConfig, model_names: list[str]) -> Executor:
     """The executor ``cfg.executor`` names: :class:`LocalExecutor`, or the Ray executor with the
     configuration's ``ray`` options (Ray itself is imported only when it starts)."""
     if cfg.executor == "ray":
-        from tempcore.ray_executor import RayExecutor, RayOptions
+        from tempcore.run.ray_executor import RayExecutor, RayOptions
 
         options = RayOptions.from_dict(cfg.ray)
         options.check_models(model_names)
@@ -489,7 +489,7 @@ def _execute(
                         oracle_early_stop=early, decodes=None if decodes is None else decodes.summary(),
                         failure_causes=causes)
     if stopped is not None:
-        from tempcore.interrupts import signal_name
+        from tempcore.run.interrupts import signal_name
 
         result.interrupted = signal_name(stopped)
         log(f"stopped by {result.interrupted}: what was answered is stored; rerun the same command to resume")
@@ -502,7 +502,7 @@ def _execute(
 
 def _run_failures(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     """The failures this run recorded, grouped by cause (the first few), each logged."""
-    from tempcore.failures import FIRST_CAUSES, describe_causes, failure_causes
+    from tempcore.run.failures import FIRST_CAUSES, describe_causes, failure_causes
 
     mine = [f.failure for f in store.failures() if f.run_id == run_id]
     for f in mine:
@@ -578,7 +578,7 @@ def _answer_in_waves(
     Without chains: one call with every job that has items (as a run without early stop always
     was). With chains, per model (or, when the Ray executor runs models concurrently, for all of
     them together): wave 0 is the job's items plus the first window of every chain not answered
-    correctly (:func:`tempcore.planning.next_oracle_wave` over the stored rows); each later wave
+    correctly (:func:`tempcore.run.planning.next_oracle_wave` over the stored rows); each later wave
     reads the rows the previous one stored and asks the next windows, until no chain has one left.
     Returns, per model with chains: ``windows`` (planned), ``stored_before``, ``asked`` (model calls
     for oracle windows in this run), ``chains``, ``solved`` (chains with a correct window at the end)
@@ -677,7 +677,7 @@ def _store_baseline(
     log: Callable[[str], None],
 ) -> ModelSummary:
     """Write the retrieval baseline's predictions (no model is called) and summarise them as a model."""
-    from tempcore.grounding.baseline import RETRIEVAL_MODEL
+    from tempcore.run.baseline import RETRIEVAL_MODEL
 
     summary = ModelSummary(RETRIEVAL_MODEL, planned=len(baseline), stored_before=len(baseline) - len(todo) - len(again))
     written = store.put(todo, run_id)
@@ -699,8 +699,8 @@ def _bench_info(p: BenchmarkPlan) -> dict[str, Any]:
 
 
 def _model_identity(cfg: RunConfig, spec: Any, method: str, encoder: Any | None) -> tuple[Identity, dict[str, Any]]:
-    from tempcore.identity import fingerprint, local_chat_template, model_identity
     from tempcore.prompts import get_template
+    from tempcore.run.identity import fingerprint, local_chat_template, model_identity
 
     data = model_identity(spec, method=method, template=get_template(cfg.prompt or spec.prompt_template),
                           noframe_size=cfg.noframe_size, chat_template=local_chat_template(spec.model))
@@ -710,7 +710,7 @@ def _model_identity(cfg: RunConfig, spec: Any, method: str, encoder: Any | None)
 
 
 def grounding_identity(data: dict[str, Any]) -> dict[str, Any]:
-    """A model's identity (:func:`tempcore.identity.model_identity`) for its grounding requests: the
+    """A model's identity (:func:`tempcore.run.identity.model_identity`) for its grounding requests: the
     template those render instead of its own (:func:`tempcore.grounding.answer.grounding_prompt`:
     its own when it is a grounding template, else the built-in ``grounding``), so a changed
     grounding prompt is never served from the store."""
@@ -735,27 +735,27 @@ def _check_identity(
     """The stored keys of this run that were asked something else than this run would ask, per model.
 
     A stored prediction matches its planned :class:`WorkItem` when (1) its fingerprints are the
-    run's (sample, model entry, encoder: :mod:`tempcore.identity`), (2) it was shown the frames the
+    run's (sample, model entry, encoder: :mod:`tempcore.run.identity`), (2) it was shown the frames the
     item shows (the stored ``frames``: indices, timestamps, K requested, grey, against
     ``WorkItem.frames``), which catches every change of a condition's ``params`` that moves its
     frames under the same condition key (the oracle's ``stride`` / ``max_windows``, a strategy
     plug-in's own), and (3) it was asked the prompt the item renders (the stored ``prompt_hash``
-    against :func:`tempcore.executor.request_prompt` with the model's template ``templates[i]``,
+    against :func:`tempcore.run.executor.request_prompt` with the model's template ``templates[i]``,
     default ``spec.prompt_template``): the option order, the frame times and a grounding item's
     shown spans and duration, which no fingerprint holds. A row that does not record its frames
     or its prompt (imported without them) cannot be checked and does not match. Visual-option
     items are checked by fingerprint only: their frames and prompt are built from the sample's
-    metadata, which its fingerprint holds (:func:`tempcore.visual.run.visual_identity`).
+    metadata, which its fingerprint holds (:func:`tempcore.run.visual.visual_identity`).
 
     Without ``recompute`` any such key stops the run (a :class:`RunError` that says what changed and
     for how many stored predictions) before any model is loaded; with it they are returned to be
     replaced. ``also``: (message, rows) of other changed stored rows the run replaces (the retrieval
     baseline's), named in the same message."""
-    from tempcore.executor import request_prompt
-    from tempcore.identity import changed_fields, describe_model_change, describe_sample_change
     from tempcore.prompts import prompt_hash
-    from tempcore.store import FloatText, frames_json
-    from tempcore.visual.run import VISUAL_STRATEGY
+    from tempcore.run.executor import request_prompt
+    from tempcore.run.identity import changed_fields, describe_model_change, describe_sample_change
+    from tempcore.run.store import FloatText, frames_json
+    from tempcore.run.visual import VISUAL_STRATEGY
 
     new_samples = {(p.name, sid): data for p in plans for sid, (_d, data) in p.sample_identity.items()}
     replace: dict[str, set[tuple[str, str, str, str]]] = {}
@@ -854,10 +854,10 @@ def _request_change(
     planned_prompts: dict[tuple[str, int], str], *, frames_json: Callable[[Any], str],
     prompt_of: Callable[[WorkItem, str], str],
 ) -> str | None:
-    """``None`` when a stored row (:class:`tempcore.store.StoredRequest`) was asked what ``item``
+    """``None`` when a stored row (:class:`tempcore.run.store.StoredRequest`) was asked what ``item``
     asks, else which part differs: ``frames``, ``prompt`` or ``unrecorded`` (see :data:`_REQUEST_CHANGES`).
 
-    The frames compare as stored text first (what :func:`tempcore.store.frames_json` writes; one
+    The frames compare as stored text first (what :func:`tempcore.run.store.frames_json` writes; one
     string comparison per row), then, when the texts differ, as values (a store written by another
     serialiser); the prompt hash is computed only for rows whose frames match."""
     from tempcore.records import FrameSet
@@ -889,7 +889,7 @@ def _prompt_has_more(item: WorkItem) -> bool:
     prompt is the question and the options (the sample's fingerprint) in the order of the key's
     rotation, the template (the model's fingerprint) and the frames' timestamps (compared as frames):
     rendering it again for every stored row would cost ~25 us a row (2.5 s per 100k) and find nothing."""
-    from tempcore.grounding.baseline import is_grounding
+    from tempcore.run.baseline import is_grounding
 
     return is_grounding(item.sample)
 
@@ -923,12 +923,12 @@ def _dry_run(
         for m in plan.missing_videos:
             log(f"  missing video: {m}")
         from tempcore.benchmarks import resolve_video
-        from tempcore.visual.run import VISUAL_STRATEGY, is_visual_sample
+        from tempcore.run.visual import VISUAL_STRATEGY, is_visual_sample
 
         with_video = [s for s in mc if str(resolve_video(s, video_root)) not in set(plan.missing_videos)]
         by_cond: Counter[str] = Counter()
         n_visual = sum(is_visual_sample(s) for s in with_video)
-        if n_visual:  # visual-option samples: one visual_options request each (tempcore.visual.run)
+        if n_visual:  # visual-option samples: one visual_options request each (tempcore.run.visual)
             by_cond[VISUAL_STRATEGY] = n_visual
         mc = [s for s in mc if not is_visual_sample(s)]
         with_video = [s for s in with_video if not is_visual_sample(s)]
@@ -941,11 +941,11 @@ def _dry_run(
             base = entry.condition(cfg)
             pool = mc if base.strategy in FRAMELESS else with_video
             if base.mode == "qa" or base.strategy == "retrieval":  # not asked of grounding samples
-                from tempcore.grounding.baseline import is_grounding
+                from tempcore.run.baseline import is_grounding
 
                 pool = [s for s in pool if not is_grounding(s)]
             if base.strategy in CROP_STRATEGIES:  # grounding crops: grounding samples only
-                from tempcore.grounding.baseline import is_grounding
+                from tempcore.run.baseline import is_grounding
 
                 pool = [s for s in pool if is_grounding(s)]
             label = base.strategy + ("" if base.mode == "none" else f"/{base.mode}")
@@ -1082,7 +1082,7 @@ def _default_factory(spec: ModelSpec) -> Model:
 def _export(store: Any, samples: list[Sample], out: Path) -> str | None:
     """Write the run's tidy predictions table next to the store (Parquet when pyarrow is there)."""
     try:
-        from tempcore.tidy import predictions_table, write_table
+        from tempcore.tidy.table import predictions_table, write_table
     except ImportError:  # pragma: no cover - pyarrow missing
         return None
     path = out / "predictions.parquet"

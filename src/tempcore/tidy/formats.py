@@ -1,6 +1,6 @@
 """The file formats of the tidy predictions table: Parquet, CSV and JSONL, written atomically and
 read back with the checks Arrow's readers lack (UTF-8, JSON nesting depth checked before Arrow sees
-a line, exact error positions), then validated (:func:`tempcore.tidy_validation.validate_table`).
+a line, exact error positions), then validated (:func:`tempcore.tidy.validation.validate_table`).
 pyarrow is imported inside the functions.
 """
 
@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from tempcore.schema import STRING_COLUMNS
+from tempcore.tidy.schema import STRING_COLUMNS
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-from tempcore.tidy_validation import PredictionsTableError, validate_table
+from tempcore.tidy.validation import PredictionsTableError, validate_table
 
 _STRING_COLUMNS = STRING_COLUMNS
 

@@ -10,16 +10,16 @@ frames some work item will show, taken from the scoring pass:
    whole video is scored (maxprob / minprob rank every frame; uniform, random and the oracle's
    windows depend on the number of frames L);
 2. when the video is done, the *selector* (:func:`needed_positions`: the run's own planner,
-   :func:`tempcore.planning.plan_items`, on that video's samples and timelines, so the positions
+   :func:`tempcore.run.planning.plan_items`, on that video's samples and timelines, so the positions
    are those the run will show, by construction) names the positions; those frames are copied out
    of the spool into the store and the spool is dropped;
-3. at answer time :func:`tempcore.executor._load_frames` asks the store first. The frames are the
-   very arrays :func:`tempcore.video.read_frames` would return (same decoder pass rules, same
+3. at answer time :func:`tempcore.run.executor._load_frames` asks the store first. The frames are the
+   very arrays :func:`tempcore.video.decode.read_frames` would return (same decoder pass rules, same
    conversion, same size: the first frame's), so the requests are identical.
 
 When the embeddings come from the cache the scoring pass decodes nothing: the store then records
 the needed positions (*pending*) and the first request for that video decodes them all in one
-:func:`~tempcore.video.read_frames` pass, which every later model and sample of that video reuses.
+:func:`~tempcore.video.decode.read_frames` pass, which every later model and sample of that video reuses.
 A request for positions the store does not hold (a video it never saw, or other items) is decoded
 and kept as well, so a video is decoded again only for positions it has never shown.
 
@@ -51,10 +51,10 @@ import numpy as np
 from tempcore.errors import TempcoreError
 
 if TYPE_CHECKING:
-    from tempcore.config import RunConfig
-    from tempcore.planning import Timeline
     from tempcore.records import Sample
-    from tempcore.video import FrameBatch
+    from tempcore.run.config import RunConfig
+    from tempcore.run.planning import Timeline
+    from tempcore.video.decode import FrameBatch
 
 __all__ = [
     "KEEP_MEMORY_BYTES",
@@ -238,7 +238,7 @@ class FrameStore:
         self, key: VideoKey, wanted: Sequence[int], decode: Callable[[list[int]], FrameBatch],
     ) -> dict[int, np.ndarray]:
         """The frames at ``wanted`` of a video, by position: from the store when it holds them all,
-        else decoded (``decode(positions)``: one :func:`tempcore.video.read_frames` pass) together
+        else decoded (``decode(positions)``: one :func:`tempcore.video.decode.read_frames` pass) together
         with the video's pending positions, and kept. Decoding errors propagate unchanged."""
         with self._lock:
             key_lock = self._key_locks.setdefault(key, threading.Lock())
@@ -338,8 +338,8 @@ class FrameStore:
 
 def needed_positions(cfg: RunConfig, sample: Sample, timeline: Timeline) -> set[int]:
     """The frame positions the run's work items of ``sample`` show: the union of the FrameSets
-    :func:`tempcore.planning.plan_items` selects for it from ``timeline`` (no-frame items show none)."""
-    from tempcore.planning import plan_items
+    :func:`tempcore.run.planning.plan_items` selects for it from ``timeline`` (no-frame items show none)."""
+    from tempcore.run.planning import plan_items
 
     items = plan_items(cfg, [sample], {sample.sample_id: timeline}, {sample.sample_id: ""})
     return {int(i) for it in items if not it.frames.grey for i in it.frames.indices}
@@ -349,8 +349,8 @@ _ACTIVE: contextvars.ContextVar[FrameStore | None] = contextvars.ContextVar("tem
 
 
 def active_store() -> FrameStore | None:
-    """The store :func:`tempcore.executor._load_frames` reads (``None``: decode): the one set in this
-    context, which the threads a run starts for answering inherit (:func:`tempcore.ordered.in_context`)."""
+    """The store :func:`tempcore.run.executor._load_frames` reads (``None``: decode): the one set in this
+    context, which the threads a run starts for answering inherit (:func:`tempcore.run.ordered.in_context`)."""
     return _ACTIVE.get()
 
 
@@ -362,9 +362,9 @@ def use_store(store: FrameStore | None) -> None:
 
 
 def timelines_of(records: Sequence[Any], modes: Sequence[str]) -> Mapping[str, Timeline]:
-    """Timelines (as :func:`tempcore.executor.collect_timelines` builds them) of the scoring
+    """Timelines (as :func:`tempcore.run.executor.collect_timelines` builds them) of the scoring
     records of one video: samples with every mode in ``modes`` only."""
-    from tempcore.planning import Timeline, damage_of
+    from tempcore.run.planning import Timeline, damage_of
 
     out: dict[str, Timeline] = {}
     for r in records:
@@ -377,10 +377,10 @@ def timelines_of(records: Sequence[Any], modes: Sequence[str]) -> Mapping[str, T
 
 
 class RunKeeper:
-    """The :class:`tempcore.scoring.FrameKeeper` of one benchmark's frame scoring in a run: keeps,
+    """The :class:`tempcore.run.frame_scoring.FrameKeeper` of one benchmark's frame scoring in a run: keeps,
     per video, the positions ``select(sample, timeline)`` names for its samples (the run's planner:
     :func:`needed_positions`), in ``store``; ``modes``: the text modes scored (a sample's timeline
-    counts once it has them all, as :func:`tempcore.executor.collect_timelines` does)."""
+    counts once it has them all, as :func:`tempcore.run.executor.collect_timelines` does)."""
 
     def __init__(self, store: FrameStore, select: Selector, modes: Sequence[str], fps: float | None) -> None:
         self.store, self.select, self.modes, self.fps = store, select, tuple(modes), fps
