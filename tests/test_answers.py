@@ -12,7 +12,6 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tempcore import extractor as answers  # the choice rules live in the stdlib-only extractor
 from tempcore.answers import (
     METHODS,
     AnswerArgumentError,
@@ -21,6 +20,7 @@ from tempcore.answers import (
     extract_interval,
 )
 from tempcore.cli import main
+from tempcore.interop import extractor as answers  # the choice rules live in the stdlib-only extractor
 from tempcore.records import LETTERS
 
 DATA = Path(__file__).parent / "data"

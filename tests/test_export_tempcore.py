@@ -314,7 +314,8 @@ def test_extractor_imports_the_standard_library_only() -> None:
                 names.add(str(node.module).split(".")[0])
         outside = sorted(n for n in names if n not in sys.stdlib_module_names and n != "__future__")
         assert not outside, f"{module} imports {outside}: the exported copy must import on its own"
-    from tempcore import answers, extractor
+    from tempcore import answers
+    from tempcore.interop import extractor
     from tempcore.records import LETTERS
 
     assert extractor.LETTERS == LETTERS and answers.Extraction is extractor.Extraction

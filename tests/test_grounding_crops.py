@@ -17,7 +17,6 @@ from tempcore.grounding.analysis import candidate_recall_rows, window_sweep
 from tempcore.grounding.answer import grounding_prompt, score_grounding_response
 from tempcore.grounding.crops import (
     candidate_spans,
-    frames_in_spans,
     gt_crop_span,
     top_k_of,
     width_of,
@@ -30,6 +29,7 @@ from tempcore.run.config import RunConfig
 from tempcore.run.runner import run
 from tempcore.run.store import RunStore
 from tempcore.selection import SelectionError
+from tempcore.selection.spans import frames_in_spans
 from tempcore.world import generate_world
 from tempcore.world.grounding import GROUNDING_BENCHMARK, grounding_samples
 

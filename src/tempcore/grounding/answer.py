@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tempcore.answers import extract_interval
 from tempcore.diagnostics.grounding import best_iou
+from tempcore.grounding.crops import crop_of, shown_duration
 from tempcore.records import Sample
 
 
@@ -65,32 +66,6 @@ def score_grounding_response(
     return GroundingAnswer(start, end, float(ious[0]))
 
 
-DURATION_KEYS = ("video_duration_s", "duration", "video_duration")
-"""Metadata fields a loader may carry the video's duration in (ExtremeWhenBench, generic grounding
-rows and QVHighlights, the synthetic world), tried in this order."""
-
-
-def crop_of(sample: Sample, n_frames: int | None = None, fps: float | None = None) -> tuple[float, float | None]:
-    """``(offset, duration)`` of what a model is shown of a grounding sample's video.
-
-    ``offset`` is where the shown span starts in the video (the segment's ``start``, else 0): the
-    prompt's timestamps are relative to it and the parsed answer is mapped back by adding it.
-    ``duration`` is the span's length: ``end - start`` of a segment; else the first numeric
-    metadata field of :data:`DURATION_KEYS`; else ``n_frames / fps`` (the frames decoded at the
-    run's rate); ``None`` when none is known (the prompt then states no duration).
-    """
-    offset = float(sample.start or 0.0)
-    if sample.start is not None and sample.end is not None:
-        return offset, float(sample.end) - float(sample.start)
-    for key in DURATION_KEYS:
-        value = sample.metadata.get(key)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return offset, float(value) - offset
-    if n_frames and fps:
-        return offset, n_frames / float(fps)
-    return offset, None
-
-
 def grounding_prompt(
     sample: Sample,
     template: str,
@@ -109,7 +84,6 @@ def grounding_prompt(
 
     tpl = get_template(template)
     if spans:
-        from tempcore.grounding.crops import shown_duration
         from tempcore.grounding.retrieval import to_shown
 
         duration: float | None = shown_duration(tuple(spans))

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from tempcore.diagnostics.grounding import GroundingError
+from tempcore.grounding.retrieval import _fps_of, score_track
 from tempcore.records import Sample
 
 RETRIEVE_GROUND = "retrieve_ground"
@@ -88,22 +89,30 @@ def _check(params: Mapping[str, Any], known: Mapping[str, Any], name: str) -> di
     return {**known, **params}
 
 
-def score_track(timestamps: Any, scores: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
-    """One frame-score track as float arrays sorted by time (stable), checked: one score per frame,
-    at least one frame (else a :class:`GroundingError` naming ``what``)."""
-    t = np.asarray(timestamps, dtype=np.float64)
-    s = np.asarray(scores, dtype=np.float64)
-    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
-        raise GroundingError(f"{what}: need one score per frame, got {s.shape} scores for {t.shape} frames")
-    order = np.argsort(t, kind="stable")
-    return t[order], s[order]
+DURATION_KEYS = ("video_duration_s", "duration", "video_duration")
+"""Metadata fields a loader may carry the video's duration in (ExtremeWhenBench, generic grounding
+rows and QVHighlights, the synthetic world), tried in this order."""
 
 
-def _fps_of(t: np.ndarray) -> float:
-    if t.shape[0] < 2:
-        return 1.0
-    step = float(np.median(np.diff(t)))
-    return 1.0 / step if step > 0 else 1.0
+def crop_of(sample: Sample, n_frames: int | None = None, fps: float | None = None) -> tuple[float, float | None]:
+    """``(offset, duration)`` of what a model is shown of a grounding sample's video.
+
+    ``offset`` is where the shown span starts in the video (the segment's ``start``, else 0): the
+    prompt's timestamps are relative to it and the parsed answer is mapped back by adding it.
+    ``duration`` is the span's length: ``end - start`` of a segment; else the first numeric
+    metadata field of :data:`DURATION_KEYS`; else ``n_frames / fps`` (the frames decoded at the
+    run's rate); ``None`` when none is known (the prompt then states no duration).
+    """
+    offset = float(sample.start or 0.0)
+    if sample.start is not None and sample.end is not None:
+        return offset, float(sample.end) - float(sample.start)
+    for key in DURATION_KEYS:
+        value = sample.metadata.get(key)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return offset, float(value) - offset
+    if n_frames and fps:
+        return offset, n_frames / float(fps)
+    return offset, None
 
 
 def candidate_spans(
@@ -156,9 +165,8 @@ def gt_crop_span(
 
 def video_span(sample: Sample, timestamps: Any, fps: float) -> tuple[float, float]:
     """``(start, end)`` of the sample's video (or segment) in absolute time: the crop of
-    :func:`tempcore.grounding.answer.crop_of` (segment bounds, else the duration metadata, else the
+    :func:`crop_of` (segment bounds, else the duration metadata, else the
     decoded frames), never ending before the last decoded frame's end."""
-    from tempcore.grounding.answer import crop_of
 
     t = np.asarray(timestamps, dtype=np.float64)
     offset, duration = crop_of(sample, int(t.shape[0]), fps)
@@ -190,23 +198,6 @@ def shown_spans(
     raise GroundingError(f"{strategy!r} is not a crop strategy (known: {', '.join(sorted(CROP_STRATEGIES))})")
 
 
-def frames_in_spans(timestamps: Any, spans: Spans, k: int) -> np.ndarray:
-    """Positions (into ``timestamps``) of K frames at equal intervals among the frames inside the
-    spans (``start <= t < end``), in time order; all of them when fewer than K are inside."""
-    from tempcore.selection.basic import uniform_positions
-
-    t = np.asarray(timestamps, dtype=np.float64)
-    inside = np.zeros(t.shape, dtype=bool)
-    for a, b in spans:
-        inside |= (t >= a - 1e-9) & (t < b - 1e-9)
-    pos = np.flatnonzero(inside)
-    pos = pos[np.argsort(t[pos], kind="stable")]
-    if pos.size <= k:
-        return pos
-    out: np.ndarray = pos[uniform_positions(int(pos.size), k)]
-    return out
-
-
 def shown_duration(spans: Spans) -> float:
     """The length of the shown timeline (the spans' total)."""
     return float(sum(b - a for a, b in spans))
@@ -221,9 +212,9 @@ __all__ = [
     "RETRIEVE_GROUND",
     "WINDOW_SWEEP",
     "Spans",
+    "DURATION_KEYS",
     "candidate_spans",
-    "crop_pairs",
-    "frames_in_spans",
+    "crop_of",
     "gt_crop_span",
     "shown_duration",
     "shown_spans",
@@ -231,22 +222,3 @@ __all__ = [
     "video_span",
     "width_of",
 ]
-
-
-def crop_pairs(
-    entry: Any, base: Any, sample: Sample, timestamps: Any, scores: Mapping[str, Any],
-) -> list[tuple[Any, Any, Spans]]:
-    """``[(condition, FrameSet, spans)]`` of one crop condition entry for one grounding sample: the
-    planner's hook (:func:`tempcore.run.planning.plan_items`). ``entry`` a
-    :class:`tempcore.run.config.ConditionEntry`, ``base`` its Condition; ``scores`` the timeline's
-    scores by mode."""
-    from tempcore.selection._common import SelectionError, prepare
-
-    s = scores.get(base.mode) if base.mode != "none" else None
-    try:
-        spans = shown_spans(base.strategy, base.variant, dict(entry.params), sample, timestamps, s, base.fps)
-    except GroundingError as exc:
-        raise SelectionError(f"sample {sample.sample_id!r}: {base.strategy}: {exc}") from None
-    frames = prepare(timestamps, s, base.k, strategy=base.strategy, sample_id=sample.sample_id,
-                     needs_scores=base.strategy == RETRIEVE_GROUND)
-    return [(base, frames.frameset(frames_in_spans(frames.t, spans, frames.k)), spans)]

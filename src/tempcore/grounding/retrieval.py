@@ -308,12 +308,58 @@ def to_shown(t: Any, spans: Sequence[tuple[float, float]]) -> np.ndarray:
     return out
 
 
+def score_track(timestamps: Any, scores: Any, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """One frame-score track as float arrays sorted by time (stable), checked: one score per frame,
+    at least one frame (else a :class:`GroundingError` naming ``what``)."""
+    t = np.asarray(timestamps, dtype=np.float64)
+    s = np.asarray(scores, dtype=np.float64)
+    if t.shape != s.shape or t.ndim != 1 or t.shape[0] == 0:
+        raise GroundingError(f"{what}: need one score per frame, got {s.shape} scores for {t.shape} frames")
+    order = np.argsort(t, kind="stable")
+    return t[order], s[order]
+
+
+def _fps_of(t: np.ndarray) -> float:
+    if t.shape[0] < 2:
+        return 1.0
+    step = float(np.median(np.diff(t)))
+    return 1.0 / step if step > 0 else 1.0
+
+
+DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
+"""The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
+
+
+def track_window(
+    timestamps: Any,
+    scores: Any,
+    *,
+    fps: float | None = None,
+    beta: float = DEFAULTS["beta"],
+    smooth_frames: int = int(DEFAULTS["smooth_frames"]),
+    min_len: float = DEFAULTS["min_len"],
+    max_len: float = DEFAULTS["max_len"],
+    floor: str = DEFAULTS["floor"],
+) -> tuple[float, float]:
+    """The baseline's window ``(start, end)`` seconds on one score track (frames in time order).
+
+    ``fps`` defaults to the track's median frame rate."""
+    t, s = score_track(timestamps, scores, "retrieval")
+    rate = _fps_of(t) if fps is None else float(fps)
+    w = retrieval_windows(s, fps=rate, t0=float(t[0]), beta=beta, smooth_frames=int(smooth_frames),
+                          min_len=min_len, max_len=max_len, durations=float(t[-1]) + 1.0 / rate, floor=floor)
+    return float(w["start"][0]), float(w["end"][0])
+
+
 __all__ = [
+    "DEFAULTS",
     "candidate_recall",
     "candidate_windows",
     "merge_windows",
     "retrieval_windows",
+    "score_track",
     "smooth",
     "to_absolute",
     "to_shown",
+    "track_window",
 ]

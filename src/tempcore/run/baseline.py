@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tempcore.grounding.crops import _fps_of, score_track  # one definition of a score track and its rate
+from tempcore.grounding.retrieval import DEFAULTS, _fps_of, track_window
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
 
 if TYPE_CHECKING:
@@ -49,33 +49,6 @@ RETRIEVAL_MODEL = "retrieval"
 """The model name of the baseline's predictions (it answers grounding samples without a model)."""
 RETRIEVAL_METHOD = "retrieval"
 """``answer_method`` of the baseline's predictions."""
-DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
-"""The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
-
-
-def track_window(
-    timestamps: Any,
-    scores: Any,
-    *,
-    fps: float | None = None,
-    beta: float = DEFAULTS["beta"],
-    smooth_frames: int = int(DEFAULTS["smooth_frames"]),
-    min_len: float = DEFAULTS["min_len"],
-    max_len: float = DEFAULTS["max_len"],
-    floor: str = DEFAULTS["floor"],
-) -> tuple[float, float]:
-    """The baseline's window ``(start, end)`` seconds on one score track (frames in time order).
-
-    ``fps`` defaults to the track's median frame rate."""
-    from tempcore.grounding.retrieval import retrieval_windows
-
-    t, s = score_track(timestamps, scores, "retrieval")
-    rate = _fps_of(t) if fps is None else float(fps)
-    w = retrieval_windows(s, fps=rate, t0=float(t[0]), beta=beta, smooth_frames=int(smooth_frames),
-                          min_len=min_len, max_len=max_len, durations=float(t[-1]) + 1.0 / rate, floor=floor)
-    return float(w["start"][0]), float(w["end"][0])
-
-
 def retrieval_identity(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What decides the baseline's answers besides the scores (its ``model_fingerprint`` hashes it)."""
     p = {**DEFAULTS, **(params or {})}

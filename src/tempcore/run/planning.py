@@ -222,8 +222,9 @@ def plan_items(
     model: :func:`tempcore.run.baseline.baseline_predictions`). The crop conditions
     (``retrieve_ground``, ``gtcrop``: :mod:`tempcore.grounding.crops`) are shown to grounding samples
     only, their items carrying the spans shown."""
-    from tempcore.grounding.crops import CROP_STRATEGIES, crop_pairs
+    from tempcore.grounding.crops import CROP_STRATEGIES
     from tempcore.run.baseline import RETRIEVAL_STRATEGY, is_grounding
+    from tempcore.run.crops import crop_pairs
 
     conds = [(e, e.condition(cfg)) for e in cfg.conditions]
     items: list[WorkItem] = []

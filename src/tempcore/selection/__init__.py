@@ -22,6 +22,7 @@ A new strategy is a kernel over validated :class:`Frames` made into a strategy b
 :data:`STRATEGIES` (``register=True``, or the ``tempcore.strategies`` entry-point group).
 """
 
+from tempcore.selection import retrieval as _retrieval  # the module: ``retrieval`` names it, not its strategy
 from tempcore.selection._common import Frames, SelectionError, derive_seed, strategy
 from tempcore.selection.ablations import reversed as reversed  # re-exported, see __all__
 from tempcore.selection.ablations import shuffled
@@ -38,7 +39,28 @@ from tempcore.selection.registry import (
     oracle_window,
     select,
 )
+from tempcore.selection.spans import gtcrop, retrieve_ground
 from tempcore.selection.windows import DEFAULT_MAX_WINDOWS, oracle, window_starts
+
+# The built-in strategies, registered when the package is first imported (any of its modules).
+for _name, _fn in (
+    ("maxprob", maxprob),
+    ("minprob", minprob),
+    ("uniform", uniform),
+    ("random", random),
+    ("oracle", oracle),
+    ("noframe", noframe),
+    ("textonly", textonly),
+    ("single", single),
+    ("shuffled", shuffled),
+    ("reversed", reversed),
+    ("aks", aks),
+    ("bolt", bolt),
+    ("retrieval", _retrieval.retrieval),  # the ExtremeWhenBench retrieval baseline (issue 15)
+    ("retrieve_ground", retrieve_ground),  # its retrieve-then-ground hybrid (issue 15)
+    ("gtcrop", gtcrop),  # the window-length sweep: a GT-centred crop of width W (issue 15)
+):
+    STRATEGIES.register(_name, _fn)
 
 # ``random`` and ``reversed`` are importable by name but left out of ``__all__`` so that a star
 # import does not shadow the builtins of the same names.

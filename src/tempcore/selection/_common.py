@@ -23,11 +23,29 @@ import numpy as np
 
 from tempcore.errors import TempcoreError
 from tempcore.records import FrameSet
+from tempcore.registry import GROUPS, Registry, did_you_mean
 
 
 class SelectionError(TempcoreError):
     """Frame selection refused its input (empty video, NaN score, bad K, ...); the message says why."""
 
+
+Strategy = Callable[..., "FrameSet | list[FrameSet]"]
+
+
+def _unknown_strategy(name: str, known: list[str]) -> SelectionError:
+    return SelectionError(f"unknown strategy {name!r}{did_you_mean(name, known, cutoff=0.5)} (known: {', '.join(known)})")
+
+
+def _check_strategy(name: str, fn: Any) -> None:
+    if not callable(fn):
+        raise SelectionError(f"strategy {name!r}: {fn!r} is not callable")
+
+
+STRATEGIES: Registry[Strategy] = Registry(
+    "strategy", group=GROUPS["strategies"], check=_check_strategy, unknown=_unknown_strategy, error=SelectionError
+)
+"""Every strategy by name. Each is ``f(timestamps, scores, k, *, seed, sample_id, **params)``."""
 
 def derive_seed(global_seed: int, sample_id: str, salt: str = "") -> int:
     """A per-sample seed in ``[0, 2**64)``, stable across processes, machines and Python versions.
@@ -240,8 +258,6 @@ def strategy(
         run.needs_scores = needs_scores  # type: ignore[attr-defined]
         run.strategy_name = name  # type: ignore[attr-defined]
         if register:
-            from tempcore.selection.registry import STRATEGIES
-
             STRATEGIES.register(name, run)
         return run
 

@@ -9,54 +9,14 @@ entry-point group.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from tempcore.records import Condition, FrameSet
-from tempcore.registry import GROUPS, Registry, did_you_mean
-from tempcore.selection import ablations, adaptive, basic, diversity, windows
-from tempcore.selection._common import SelectionError, prepare
-from tempcore.selection.retrieval import retrieval as _retrieval
-from tempcore.selection.spans import gtcrop as _gtcrop
-from tempcore.selection.spans import retrieve_ground as _retrieve_ground
-
-Strategy = Callable[..., "FrameSet | list[FrameSet]"]
-
-
-def _unknown_strategy(name: str, known: list[str]) -> SelectionError:
-    return SelectionError(f"unknown strategy {name!r}{did_you_mean(name, known, cutoff=0.5)} (known: {', '.join(known)})")
-
-
-def _check_strategy(name: str, fn: Any) -> None:
-    if not callable(fn):
-        raise SelectionError(f"strategy {name!r}: {fn!r} is not callable")
-
-
-STRATEGIES: Registry[Strategy] = Registry(
-    "strategy", group=GROUPS["strategies"], check=_check_strategy, unknown=_unknown_strategy, error=SelectionError
-)
-"""Every strategy by name. Each is ``f(timestamps, scores, k, *, seed, sample_id, **params)``."""
-
-for _name, _fn in (
-    ("maxprob", diversity.maxprob),
-    ("minprob", diversity.minprob),
-    ("uniform", basic.uniform),
-    ("random", basic.random),
-    ("oracle", windows.oracle),
-    ("noframe", basic.noframe),
-    ("textonly", basic.textonly),
-    ("single", basic.single),
-    ("shuffled", ablations.shuffled),
-    ("reversed", ablations.reversed),
-    ("aks", adaptive.aks),
-    ("bolt", adaptive.bolt),
-    ("retrieval", _retrieval),  # the ExtremeWhenBench retrieval baseline (issue 15)
-    ("retrieve_ground", _retrieve_ground),  # its retrieve-then-ground hybrid (issue 15)
-    ("gtcrop", _gtcrop),  # the window-length sweep: a GT-centred crop of width W (issue 15)
-):
-    STRATEGIES.register(_name, _fn)
+from tempcore.registry import did_you_mean
+from tempcore.selection import windows
+from tempcore.selection._common import STRATEGIES, SelectionError, Strategy, prepare
 
 TYPO_CUTOFF = 0.75
 """How close (:func:`difflib.get_close_matches` ratio) an unregistered strategy name must be to a

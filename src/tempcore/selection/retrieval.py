@@ -18,11 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from tempcore.grounding.retrieval import DEFAULTS, track_window
 from tempcore.records import FrameSet
 from tempcore.selection._common import Frames, SelectionError, strategy
+from tempcore.selection.basic import uniform_positions
 
-PARAMS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
-"""The window parameters and their defaults (the paper's configuration)."""
+PARAMS: dict[str, Any] = DEFAULTS
+"""The window parameters and their defaults (the paper's configuration; one definition, in
+:data:`tempcore.grounding.retrieval.DEFAULTS`)."""
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     "fine": {"smooth_frames": 1, "min_len": 0.0, "floor": "min"},
@@ -42,11 +45,9 @@ def resolve_params(variant: str | None = None, params: dict[str, Any] | None = N
 @strategy("retrieval", needs_scores=True)
 def retrieval(frames: Frames, *, variant: str | None = None, **params: Any) -> FrameSet:
     """K frames at equal intervals (``uniform`` centres) among the frames inside the retrieval
-    window of the scores (:func:`tempcore.run.baseline.track_window`); when the window holds
+    window of the scores (:func:`tempcore.grounding.retrieval.track_window`); when the window holds
     fewer than K frames, the K frames nearest its centre (so K frames whenever the video has them),
     in time order. Parameters: :data:`PARAMS`, presets: :data:`VARIANTS`."""
-    from tempcore.run.baseline import track_window
-    from tempcore.selection.basic import uniform_positions
 
     assert frames.s is not None
     p = resolve_params(variant, params)

@@ -12,14 +12,33 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
+from tempcore.diagnostics.grounding import GroundingError
+from tempcore.grounding.crops import CANDIDATE_PARAMS, candidate_spans, gt_crop_span, top_k_of, width_of
 from tempcore.records import FrameSet
 from tempcore.selection._common import Frames, SelectionError, strategy
+from tempcore.selection.basic import uniform_positions
 
 
 def _frames(frames: Frames, spans: tuple[tuple[float, float], ...]) -> FrameSet:
-    from tempcore.grounding.crops import frames_in_spans
-
     return frames.frameset(frames_in_spans(frames.t, spans, frames.k))
+
+
+def frames_in_spans(timestamps: Any, spans: Sequence[tuple[float, float]], k: int) -> np.ndarray:
+    """Positions (into ``timestamps``) of K frames at equal intervals among the frames inside the
+    spans (``start <= t < end``), in time order; all of them when fewer than K are inside."""
+    t = np.asarray(timestamps, dtype=np.float64)
+    inside = np.zeros(t.shape, dtype=bool)
+    for a, b in spans:
+        inside |= (t >= a - 1e-9) & (t < b - 1e-9)
+    pos = np.flatnonzero(inside)
+    pos = pos[np.argsort(t[pos], kind="stable")]
+    if pos.size <= k:
+        return pos
+    out: np.ndarray = pos[uniform_positions(int(pos.size), k)]
+    return out
+
 
 
 @strategy("retrieve_ground", needs_scores=True)
@@ -27,8 +46,6 @@ def retrieve_ground(frames: Frames, *, variant: str | None = None, **params: Any
     """K frames at equal intervals among the frames inside the union of the top-K candidate
     windows of the scores (``variant`` ``top<K>``, default ``top3``; parameters ``nms_s``,
     ``pad_s``, ``smooth_frames``: :data:`tempcore.grounding.crops.CANDIDATE_PARAMS`)."""
-    from tempcore.diagnostics.grounding import GroundingError
-    from tempcore.grounding.crops import CANDIDATE_PARAMS, candidate_spans, top_k_of
 
     assert frames.s is not None
     unknown = sorted(set(params) - set(CANDIDATE_PARAMS))
@@ -55,8 +72,6 @@ def gtcrop(
     """K frames at equal intervals inside the window of width ``variant`` (``30s``, ``600s``, ...,
     ``full``) centred on the hull of the ground-truth ``windows``, fitted inside ``video``
     (``(start, end)``; default: the first frame's time to the last frame's end)."""
-    from tempcore.diagnostics.grounding import GroundingError
-    from tempcore.grounding.crops import gt_crop_span, width_of
 
     if video is None:
         step = float(frames.t[1] - frames.t[0]) if frames.n > 1 else 1.0
