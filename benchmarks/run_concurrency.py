@@ -4,7 +4,7 @@ One run, three measurements against local OpenAI-compatible peers (``tests/helpe
 in a child process of its own: real HTTP over loopback, a fixed latency per answer):
 
 1. **client only**: the exact requests the run sends (planned, decoded and built beforehand
-   through the executor's own :func:`tempcore.run.executor.prepare_unit`), given to
+   through the executor's own :func:`tempcore.run.answering.prepare_unit`), given to
    :meth:`OpenAIChatModel.answer` all at once at ``concurrency``: the client's throughput;
 2. **tempcore run** over a generated world (``tempcore run --config``, in this process) with the
    same model entry: its answering throughput (predictions / the answering time in the summary,
@@ -140,9 +140,10 @@ def the_requests(cfg_path: Path) -> tuple[list[Any], float]:
     """The requests the run sends, built by the executor's own code (planned, decoded, rendered),
     and the seconds that decoding and building them took (one thread, planning excluded)."""
     from tempcore.models.base import ModelSpec
+    from tempcore.run.answering import prepare_unit
     from tempcore.run.config import load_config
-    from tempcore.run.executor import Answered, prepare_unit
     from tempcore.run.planning import answer_units
+    from tempcore.run.predictions import Answered
     from tempcore.run.runner import plan_benchmark
 
     cfg = load_config(cfg_path)

@@ -42,7 +42,7 @@ def main() -> int:
     from tempcore.demo import demo_config
     from tempcore.models import load_model
     from tempcore.run.config import RunConfig
-    from tempcore.run.executor import LocalExecutor
+    from tempcore.run.local import LocalExecutor
     from tempcore.run.runner import run
     from tempcore.world import generate_world
 

@@ -218,7 +218,7 @@ class Clocked:
 
 
 def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst(bench, tmp_path, monkeypatch):
-    import tempcore.run.executor as executor
+    import tempcore.run.answering as executor
 
     def latency(request: Any) -> float:  # 150-250 ms, spread, so that answers complete one by one
         # (shorter than a commit, so that a stream that waited for each commit would idle the slots;
@@ -271,7 +271,7 @@ def test_slots_stay_busy_while_the_caller_commits_and_the_stream_wakes_per_burst
 
 
 def test_a_failed_commit_on_the_writer_thread_stops_the_run_with_its_error(bench, tmp_path, monkeypatch):
-    import tempcore.run.executor as executor
+    import tempcore.run.answering as executor
     from tempcore.run.store import StoreError
 
     model = Clocked("clocked", 4, lambda _r: 0.02)

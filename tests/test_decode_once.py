@@ -14,8 +14,8 @@ import pytest
 
 from tempcore.models import load_model
 from tempcore.run.config import RunConfig
-from tempcore.run.executor import LocalExecutor
 from tempcore.run.framestore import FrameStore, video_key
+from tempcore.run.local import LocalExecutor
 from tempcore.run.runner import run
 from tempcore.video.decode import VideoReader, count_decodes, read_frames
 

@@ -451,7 +451,7 @@ def test_a_grounding_prompt_that_changed_is_not_served(world, answered, tmp_path
     import dataclasses
     import shutil
 
-    import tempcore.run.executor as executor
+    import tempcore.run.predictions as executor
     from tempcore.run.runner import RunError
 
     w, root = world

@@ -341,7 +341,7 @@ def test_damaged_videos_skip(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_failing_video_does_not_fail_its_noframe_requests(tmp_path: Path, monkeypatch) -> None:
     _write_world(tmp_path)
-    import tempcore.run.executor as executor
+    import tempcore.run.answering as executor
 
     def broken(items: Any, video_root: Any) -> Any:
         if items[0].sample.sample_id == "q0":

@@ -346,7 +346,7 @@ def test_the_planner_is_pure_samples_and_timelines_to_work_items(tmp_path):
 
 
 def test_an_executor_gets_only_the_unstored_items_and_the_driver_writes_the_store(world, tmp_path):
-    from tempcore.run.executor import LocalExecutor
+    from tempcore.run.local import LocalExecutor
 
     class Recording(LocalExecutor):
         def __init__(self) -> None:

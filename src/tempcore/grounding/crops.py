@@ -62,6 +62,11 @@ _TOP = re.compile(r"^top([1-9][0-9]*)$")
 _WIDTH = re.compile(r"^([0-9]+(?:\.[0-9]+)?)s$")
 
 
+def is_grounding(sample: Sample) -> bool:
+    """A grounding sample: ground-truth windows and no options (answered with ``[start, end]``)."""
+    return not sample.options and bool(sample.answer_windows)
+
+
 def top_k_of(variant: str | None) -> int:
     """The number of candidate windows a ``retrieve_ground`` variant names (``top3`` -> 3; none: 3)."""
     if variant is None:
@@ -216,6 +221,7 @@ __all__ = [
     "candidate_spans",
     "crop_of",
     "gt_crop_span",
+    "is_grounding",
     "shown_duration",
     "shown_spans",
     "top_k_of",

@@ -43,6 +43,7 @@ from functools import partial
 from pathlib import Path
 from typing import IO, Any
 
+from tempcore import profiling
 from tempcore.models.base import Model, ModelError, ModelRequest, ModelResponse, ModelSpec
 
 Factory = Callable[[ModelSpec], Model]
@@ -53,6 +54,19 @@ WARM_MODULES = ("torch", "transformers.modeling_utils", "transformers.processing
                 "transformers.image_processing_utils")
 """What a worker asked to warm imports besides the backends' own modules (where installed): the
 bulk of a first model load's time (about 4 s of 4.5 s for the zoo's Idefics3 on this machine)."""
+
+
+def load_quietly(factory: Callable[[ModelSpec], Model], spec: ModelSpec, progress: bool) -> Model:
+    """``factory(spec)``, timed as ``load models`` (:mod:`tempcore.profiling`); with progress off,
+    transformers' "Loading weights" bars are off too (not for a served model, whose spec does not
+    ``loads_weights``: importing transformers only to silence its bars would cost seconds)."""
+    with profiling.section("load models"):
+        if progress or not spec.loads_weights:
+            return factory(spec)
+        from tempcore.encoders.hf import progress_bars
+
+        with progress_bars(False):
+            return factory(spec)
 
 
 class ModelHost:
@@ -261,7 +275,6 @@ def _handle(message: tuple[Any, ...], models: dict[int, Model]) -> Any:
     if op == "load":
         _, handle, spec, factory, quiet = message
         if quiet:
-            from tempcore.run.executor import load_quietly
 
             model = load_quietly(factory, spec, progress=False)
         else:

@@ -7,7 +7,7 @@ before it). Requests run on an :class:`httpx.AsyncClient` with at most ``concurr
 in flight; :meth:`OpenAIChatModel.answer` is synchronous and returns one response per request, in
 request order; :meth:`OpenAIChatModel.submit` sends one request and returns a future of its
 response at once (the runner streams requests through it, across samples and conditions, so
-``concurrency`` requests stay in flight: :func:`tempcore.run.executor.answer_stream`).
+``concurrency`` requests stay in flight: :func:`tempcore.run.answering.answer_stream`).
 
 Choices this module makes (the protocol leaves them open):
 
@@ -557,7 +557,7 @@ class OpenAIChatModel:
         response, never an exception). Submitted requests share the model's ``concurrency`` slots
         with each other and with :meth:`answer` calls (first come, first served); a request waits
         for a free slot inside the model, so a caller may keep more submitted than ``concurrency``
-        (the runner keeps ``2 x concurrency``: :func:`tempcore.run.executor.answer_stream`).
+        (the runner keeps ``2 x concurrency``: :func:`tempcore.run.answering.answer_stream`).
         Cancelling the future cancels the request (its slot is freed)."""
         check_method(self, method)
         headers, key = self._headers()

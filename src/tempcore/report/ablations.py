@@ -17,7 +17,7 @@ def ablations_section(table: Any, *, video: str = "uniform", n_boot: int | None 
                       tau: float = 0.15, lam: float = 0.5) -> Any:
     from tempcore.diagnostics.ablations import ABLATIONS, audit_ablations, result_tables
     from tempcore.diagnostics.table import DiagnosticsError
-    from tempcore.report.build import Section, TableItem
+    from tempcore.report.types import Section, TableItem
 
     if not table.num_rows or "strategy" not in table.column_names:
         return None

@@ -27,63 +27,27 @@ from __future__ import annotations
 import datetime as _dt
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tempcore._version import __version__
 from tempcore.report import plots
-from tempcore.report.catalogue import ANALYSES, Context, Facts, Needs, Run, sections
+from tempcore.report.catalogue import (
+    ANALYSES,
+    Context,
+    Facts,
+    Needs,
+    Run,
+    register_analysis,
+    sections,
+)
+from tempcore.report.grounding import ANALYSES as GROUNDING_ANALYSES
+from tempcore.report.types import FigureItem, Report, Section, TableItem
+
+for _entry in GROUNDING_ANALYSES:  # the grounding analyses follow the catalogue's built-ins
+    register_analysis(_entry)
 
 CATEGORY_ORDER = ("trivial", "frame_agnostic", "temporally_grounded", "visual_bias", "incomplete")
-
-
-@dataclass
-class TableItem:
-    """One table of the report, or the reason it is missing (``table is None``)."""
-
-    key: str
-    title: str
-    table: Any = None  # ResultTable (name, title, columns, rows, notes, percent, meta)
-    unavailable: str | None = None
-    failed: bool = False
-
-
-@dataclass
-class FigureItem:
-    key: str
-    title: str
-    svg: str
-    caption: str = ""
-
-
-@dataclass
-class Section:
-    key: str
-    title: str
-    items: list[TableItem | FigureItem] = field(default_factory=list)
-    intro: str = ""
-
-
-@dataclass
-class Report:
-    """Everything :mod:`tempcore.report.markdown` and :mod:`tempcore.report.html` render."""
-
-    title: str
-    created: str
-    params: dict[str, Any]
-    inputs: dict[str, Any]
-    diagnosis: Any
-    sections: list[Section]
-    browser: Any = None  # BrowserData
-
-    @property
-    def tables(self) -> list[TableItem]:
-        return [i for s in self.sections for i in s.items if isinstance(i, TableItem)]
-
-    @property
-    def figures(self) -> list[FigureItem]:
-        return [i for s in self.sections for i in s.items if isinstance(i, FigureItem)]
 
 
 # --- the analyses ------------------------------------------------------------------------------
@@ -118,42 +82,6 @@ def run_analyses(ctx: Context, only: set[str] | None = None) -> dict[str, TableI
             continue
         out[key] = TableItem(key, title, table=table)
     return out
-
-
-def collapse_rotations(result: Any) -> Any:
-    """The accuracy table with identical per-rotation rows merged (see the module doc); unchanged
-    when the table has no ``rotation`` column or nothing to merge."""
-    if "rotation" not in result.columns:
-        return result
-    figures = [c for c in result.columns if c != "rotation" and c not in ("accuracy", "ci_low", "ci_high")]
-    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for row in result.rows:
-        groups.setdefault(tuple(str(row.get(c)) for c in figures), []).append(row)
-    merged = 0
-    rows = []
-    seen: set[int] = set()
-    for row in result.rows:
-        same = groups[tuple(str(row.get(c)) for c in figures)]
-        if id(same[0]) in seen:
-            continue
-        seen.add(id(same[0]))
-        rotations = sorted({r.get("rotation") for r in same}, key=lambda v: (v is None, v if v is not None else 0))
-        if len(same) > 1 and len(rotations) == len(same):
-            merged += 1
-            ints = [r for r in rotations if isinstance(r, int)]
-            if len(ints) == len(rotations) and rotations == list(range(ints[0], ints[-1] + 1)):
-                span = f"{rotations[0]}-{rotations[-1]}"
-            else:
-                span = ",".join(str(r) for r in rotations)
-            rows.append({**same[0], "rotation": f"{span} (same)"})
-        else:
-            rows.extend(same)
-    if not merged:
-        return result
-    result.rows = rows
-    result.notes = [*result.notes, f"{merged} model x condition group(s) have identical figures under every option "
-                    "rotation and are shown once (rotation 'a-b (same)')"]
-    return result
 
 
 # --- figures ------------------------------------------------------------------------------------

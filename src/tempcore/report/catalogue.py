@@ -256,6 +256,42 @@ def sections() -> list[tuple[str, str, str]]:
     return out
 
 
+def collapse_rotations(result: Any) -> Any:
+    """The accuracy table with identical per-rotation rows merged (see the module doc); unchanged
+    when the table has no ``rotation`` column or nothing to merge."""
+    if "rotation" not in result.columns:
+        return result
+    figures = [c for c in result.columns if c != "rotation" and c not in ("accuracy", "ci_low", "ci_high")]
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in result.rows:
+        groups.setdefault(tuple(str(row.get(c)) for c in figures), []).append(row)
+    merged = 0
+    rows = []
+    seen: set[int] = set()
+    for row in result.rows:
+        same = groups[tuple(str(row.get(c)) for c in figures)]
+        if id(same[0]) in seen:
+            continue
+        seen.add(id(same[0]))
+        rotations = sorted({r.get("rotation") for r in same}, key=lambda v: (v is None, v if v is not None else 0))
+        if len(same) > 1 and len(rotations) == len(same):
+            merged += 1
+            ints = [r for r in rotations if isinstance(r, int)]
+            if len(ints) == len(rotations) and rotations == list(range(ints[0], ints[-1] + 1)):
+                span = f"{rotations[0]}-{rotations[-1]}"
+            else:
+                span = ",".join(str(r) for r in rotations)
+            rows.append({**same[0], "rotation": f"{span} (same)"})
+        else:
+            rows.extend(same)
+    if not merged:
+        return result
+    result.rows = rows
+    result.notes = [*result.notes, f"{merged} model x condition group(s) have identical figures under every option "
+                    "rotation and are shown once (rotation 'a-b (same)')"]
+    return result
+
+
 # --- the paper's analyses -----------------------------------------------------------------------
 
 
@@ -309,7 +345,6 @@ def _register_builtins() -> None:
         return first
 
     def collapsed_accuracy(c: Context) -> Any:
-        from tempcore.report.build import collapse_rotations
 
         return collapse_rotations(acc.accuracy_table(c.table, models=c.models))
 
@@ -395,16 +430,6 @@ def _register_builtins() -> None:
 _register_builtins()
 
 
-def _register_grounding() -> None:
-    from tempcore.report.grounding import ANALYSES as GROUNDING
-
-    for entry in GROUNDING:
-        register_analysis(entry)
-
-
-_register_grounding()
-
-
 __all__ = [
     "ANALYSES",
     "FSS_MODE",
@@ -414,6 +439,7 @@ __all__ = [
     "Context",
     "Facts",
     "analysis",
+    "collapse_rotations",
     "missing_conditions",
     "register_analysis",
     "sections",

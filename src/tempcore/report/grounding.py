@@ -239,7 +239,7 @@ def sweep_figure(item: Any, standalone: bool = False) -> Any:
     """The mIoU-vs-W curve of the window sweep table (one line per benchmark x model; ``full`` is
     drawn at the largest finite W times 2, labelled in the caption), or None without rows."""
     from tempcore.report import plots
-    from tempcore.report.build import FigureItem
+    from tempcore.report.types import FigureItem
 
     if item.table is None or not item.table.rows:
         return None

@@ -15,9 +15,9 @@ import json
 import math
 from typing import Any
 
-from tempcore.report.build import FigureItem, Report, TableItem
 from tempcore.report.format import cell, header, is_numeric
 from tempcore.report.templates import CSS, JS
+from tempcore.report.types import FigureItem, Report, TableItem
 
 
 def esc(value: Any) -> str:

@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from tempcore.report.build import FigureItem, Report, TableItem
 from tempcore.report.format import cell, header, is_numeric
+from tempcore.report.types import FigureItem, Report, TableItem
 
 _LINK_SYNTAX = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "|": "\\|", "\n": " ", "\r": " "})
 _AUTOLINK = re.compile(r"://|(?i:\bwww)\.")

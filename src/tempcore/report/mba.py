@@ -16,7 +16,7 @@ from typing import Any
 def mba_section(table: Any, samples_by_benchmark: Mapping[str, Any] | None = None) -> Any:
     from tempcore.diagnostics.accuracy import ResultTable
     from tempcore.diagnostics.mba import MBAError, mba_table
-    from tempcore.report.build import FigureItem, Section, TableItem
+    from tempcore.report.types import FigureItem, Section, TableItem
 
     samples = {name: list(getattr(v, "samples", v)) for name, v in (samples_by_benchmark or {}).items()}
     rows: list[dict[str, Any]] = []

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tempcore.grounding.crops import is_grounding
 from tempcore.grounding.retrieval import DEFAULTS, _fps_of, track_window
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
 
@@ -54,11 +55,6 @@ def retrieval_identity(params: dict[str, Any] | None = None) -> dict[str, Any]:
     p = {**DEFAULTS, **(params or {})}
     return {"model": RETRIEVAL_MODEL, "method": RETRIEVAL_METHOD,
             **{k: (p[k] if k == "floor" else float(p[k])) for k in sorted(DEFAULTS)}}
-
-
-def is_grounding(sample: Sample) -> bool:
-    """A grounding sample: ground-truth windows and no options (answered with ``[start, end]``)."""
-    return not sample.options and bool(sample.answer_windows)
 
 
 def retrieval_prediction(

@@ -31,6 +31,7 @@ from typing import Any
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition
 from tempcore.registry import did_you_mean
+from tempcore.run.options import ConfigError, RayOptions
 
 DEFAULT_ENCODER = "google/siglip2-so400m-patch14-384"
 
@@ -38,10 +39,6 @@ DEFAULT_ENCODER = "google/siglip2-so400m-patch14-384"
 SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
 #: Strategies that show no video frames (grey images for ``noframe``, no image at all for ``textonly``).
 FRAMELESS = frozenset({"noframe", "textonly"})
-
-
-class ConfigError(TempcoreError):
-    """The run configuration is invalid (names the file, the entry and the reason)."""
 
 
 def _check_keys(where: str, data: Mapping[str, Any], cls: type) -> None:
@@ -162,10 +159,10 @@ class RunConfig:
     are not answered, as for a video that does not decode; no-frame conditions still are).
 
     ``executor``: ``local`` (default: this process) or ``ray`` (:mod:`tempcore.run.ray_executor`), with
-    the ``ray`` mapping (:class:`tempcore.run.ray_executor.RayOptions`: address, actors per model, ...).
+    the ``ray`` mapping (:class:`tempcore.run.options.RayOptions`: address, actors per model, ...).
     ``parallel_models``: how many models the local executor answers at once (default 1: one after
     the other; N: N models loaded and answering together, see
-    :class:`tempcore.run.executor.LocalExecutor`); the Ray executor's own is ``ray.concurrent_models``.
+    :class:`tempcore.run.local.LocalExecutor`); the Ray executor's own is ``ray.concurrent_models``.
     ``model_processes``: with ``parallel_models`` > 1, each answering thread loads its models in a
     worker process of its own (:mod:`tempcore.models.hosted`), so that local models answering side
     by side do not share one interpreter lock (default ``false``: threads of this process).
@@ -277,8 +274,6 @@ def _check_executor(source: str, data: dict[str, Any]) -> None:
     executor = data.get("executor", "local")
     if executor not in EXECUTORS:
         raise ConfigError(f"{source}: executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    from tempcore.run.ray_executor import RayOptions
-
     RayOptions.from_dict(data.get("ray") or {}, where=f"{source}: ray")
     data["ray"] = dict(data.get("ray") or {})
 

@@ -13,7 +13,7 @@ frames some work item will show, taken from the scoring pass:
    :func:`tempcore.run.planning.plan_items`, on that video's samples and timelines, so the positions
    are those the run will show, by construction) names the positions; those frames are copied out
    of the spool into the store and the spool is dropped;
-3. at answer time :func:`tempcore.run.executor._load_frames` asks the store first. The frames are the
+3. at answer time :func:`tempcore.run.frames._load_frames` asks the store first. The frames are the
    very arrays :func:`tempcore.video.decode.read_frames` would return (same decoder pass rules, same
    conversion, same size: the first frame's), so the requests are identical.
 
@@ -349,7 +349,7 @@ _ACTIVE: contextvars.ContextVar[FrameStore | None] = contextvars.ContextVar("tem
 
 
 def active_store() -> FrameStore | None:
-    """The store :func:`tempcore.run.executor._load_frames` reads (``None``: decode): the one set in this
+    """The store :func:`tempcore.run.frames._load_frames` reads (``None``: decode): the one set in this
     context, which the threads a run starts for answering inherit (:func:`tempcore.run.ordered.in_context`)."""
     return _ACTIVE.get()
 
@@ -362,7 +362,7 @@ def use_store(store: FrameStore | None) -> None:
 
 
 def timelines_of(records: Sequence[Any], modes: Sequence[str]) -> Mapping[str, Timeline]:
-    """Timelines (as :func:`tempcore.run.executor.collect_timelines` builds them) of the scoring
+    """Timelines (as :func:`tempcore.run.frames.collect_timelines` builds them) of the scoring
     records of one video: samples with every mode in ``modes`` only."""
     from tempcore.run.planning import Timeline, damage_of
 
@@ -380,7 +380,7 @@ class RunKeeper:
     """The :class:`tempcore.run.frame_scoring.FrameKeeper` of one benchmark's frame scoring in a run: keeps,
     per video, the positions ``select(sample, timeline)`` names for its samples (the run's planner:
     :func:`needed_positions`), in ``store``; ``modes``: the text modes scored (a sample's timeline
-    counts once it has them all, as :func:`tempcore.run.executor.collect_timelines` does)."""
+    counts once it has them all, as :func:`tempcore.run.frames.collect_timelines` does)."""
 
     def __init__(self, store: FrameStore, select: Selector, modes: Sequence[str], fps: float | None) -> None:
         self.store, self.select, self.modes, self.fps = store, select, tuple(modes), fps

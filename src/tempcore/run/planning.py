@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tempcore.errors import TempcoreError
+from tempcore.errors import RunError
 from tempcore.records import Condition, FrameSet, Prediction, Sample
 from tempcore.run.config import EARLY_STOP_VARIANT, FRAMELESS, ConditionEntry, RunConfig, early_stop_mode
 
@@ -54,10 +54,6 @@ __all__ = [
     "oracle_chains",
     "plan_items",
 ]
-
-
-class RunError(TempcoreError):
-    """The run cannot start or go on (names what is wrong)."""
 
 
 @dataclass(frozen=True)

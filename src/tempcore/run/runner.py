@@ -39,7 +39,7 @@ Visual-option samples (rows of ``tempcore visual build``: options that are frame
 their text controls) skip steps 2-3: each is one work item under ``visual_options``, whatever the
 listed conditions, and its request is built from its own metadata (:mod:`tempcore.run.visual`).
 
-Executors: :class:`tempcore.run.executor.LocalExecutor` (the default: this process, one model after
+Executors: :class:`tempcore.run.local.LocalExecutor` (the default: this process, one model after
 the other); the Ray executor (``executor: ray``) runs the same steps on a Ray cluster.
 
 Before the first heavy step the whole configuration is checked (:func:`tempcore.run.config.check_config`):
@@ -83,20 +83,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tempcore.records import Condition, Prediction, Sample
+from tempcore.run.answering import answer_items
 from tempcore.run.config import FRAMELESS, RunConfig, early_stop_mode
-from tempcore.run.executor import (
-    GREY,
-    AnswerSettings,
-    Executor,
-    Identity,
-    LocalExecutor,
-    ModelJob,
-    ModelSummary,
-    answer_items,
-    to_prediction,
-)
-from tempcore.run.executor import _load_frames as _load_frames
-from tempcore.run.executor import _request as _request
+from tempcore.run.executor import AnswerSettings, Executor, Identity, ModelJob, ModelSummary
+from tempcore.run.frames import _load_frames as _load_frames
+from tempcore.run.local import LocalExecutor
 from tempcore.run.planning import (
     BenchmarkPlan,
     OracleChain,
@@ -110,6 +101,8 @@ from tempcore.run.planning import (
     plan_items,
 )
 from tempcore.run.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
+from tempcore.run.predictions import GREY, to_prediction
+from tempcore.run.predictions import _request as _request
 
 if TYPE_CHECKING:
     from tempcore.encoders.base import FrameTextEncoder
@@ -345,7 +338,7 @@ def run(
 
     ``model_factory`` (default :func:`tempcore.models.load_model`) and ``encoder`` (default
     :func:`tempcore.encoders.load_encoder` of ``cfg.encoder``) let a caller pass loaded objects.
-    ``executor`` (default :class:`tempcore.run.executor.LocalExecutor`) scores the frames and answers;
+    ``executor`` (default :class:`tempcore.run.local.LocalExecutor`) scores the frames and answers;
     this process plans, checks identities and alone writes the store.
     ``shard=(i, n)`` keeps the samples of shard i of n (a stable hash partition), so n processes or
     machines can split one run; on one machine they may share the store, across machines each
@@ -740,7 +733,7 @@ def _check_identity(
     ``WorkItem.frames``), which catches every change of a condition's ``params`` that moves its
     frames under the same condition key (the oracle's ``stride`` / ``max_windows``, a strategy
     plug-in's own), and (3) it was asked the prompt the item renders (the stored ``prompt_hash``
-    against :func:`tempcore.run.executor.request_prompt` with the model's template ``templates[i]``,
+    against :func:`tempcore.run.predictions.request_prompt` with the model's template ``templates[i]``,
     default ``spec.prompt_template``): the option order, the frame times and a grounding item's
     shown spans and duration, which no fingerprint holds. A row that does not record its frames
     or its prompt (imported without them) cannot be checked and does not match. Visual-option
@@ -752,8 +745,8 @@ def _check_identity(
     replaced. ``also``: (message, rows) of other changed stored rows the run replaces (the retrieval
     baseline's), named in the same message."""
     from tempcore.prompts import prompt_hash
-    from tempcore.run.executor import request_prompt
     from tempcore.run.identity import changed_fields, describe_model_change, describe_sample_change
+    from tempcore.run.predictions import request_prompt
     from tempcore.run.store import FloatText, frames_json
     from tempcore.run.visual import VISUAL_STRATEGY
 

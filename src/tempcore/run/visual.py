@@ -44,8 +44,9 @@ from tempcore.visual.requests import PROMPT_FORM, VIDEO_FRAMES, request_for_samp
 
 if TYPE_CHECKING:
     from tempcore.models.base import Model
-    from tempcore.run.executor import Answered, Identity
+    from tempcore.run.executor import Identity
     from tempcore.run.planning import WorkItem
+    from tempcore.run.predictions import Answered
 
 VISUAL_STRATEGY = STRATEGY
 VISUAL_TASKS = frozenset({"tfr", "vfp", "cmd"})
@@ -117,11 +118,11 @@ def answer_visual(
     identity: Identity | None = None,
 ) -> Iterator[Answered]:
     """Answer visual-option work items (the executor's path for them, see
-    :func:`tempcore.run.executor.answer_unit`): build each request, ask ``model`` in batches, yield the
+    :func:`tempcore.run.answering.answer_unit`): build each request, ask ``model`` in batches, yield the
     results. An item whose request cannot be built is a Failure ``visual options: ...`` without a
     call."""
-    from tempcore.run.executor import Answered, to_prediction
     from tempcore.run.planning import RunError
+    from tempcore.run.predictions import Answered, to_prediction
 
     built: list[tuple[WorkItem, Any]] = []
     for it in items:
