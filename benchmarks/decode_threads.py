@@ -42,7 +42,7 @@ def main() -> int:
     ap.add_argument("--videos", type=int, default=40)
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import tempcore.video.decode as video
+    import tempcore.video.types as video
     from tempcore.video.synthetic import Scene, write_video
 
     bound = video.SMALL_FRAME_PIXELS

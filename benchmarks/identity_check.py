@@ -1,4 +1,4 @@
-"""Time the run's identity check (:func:`tempcore.run.runner._check_identity`) on a large store.
+"""Time the run's identity check (:func:`tempcore.run.resume._check_identity`) on a large store.
 
 A store of ``--samples`` x ``--windows`` oracle predictions of one model (K = 32 frames each, every
 row matching its planned WorkItem, as after an identical rerun) is built once in ``--store``; the
@@ -30,7 +30,7 @@ def main() -> None:
     from tempcore.records import Condition, FrameSet, Prediction, Sample
     from tempcore.run.executor import Identity
     from tempcore.run.planning import BenchmarkPlan, WorkItem
-    from tempcore.run.runner import _check_identity
+    from tempcore.run.resume import _check_identity
     from tempcore.run.store import RunStore
 
     k = 32

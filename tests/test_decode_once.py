@@ -17,7 +17,8 @@ from tempcore.run.config import RunConfig
 from tempcore.run.framestore import FrameStore, video_key
 from tempcore.run.local import LocalExecutor
 from tempcore.run.runner import run
-from tempcore.video.decode import VideoReader, count_decodes, read_frames
+from tempcore.video.decode import VideoReader, read_frames
+from tempcore.video.types import count_decodes
 
 N_QUESTIONS = 6
 MODELS = ("zoo-mean", "zoo-order")
@@ -148,7 +149,7 @@ def test_the_store_spills_to_disk_and_gives_the_decoded_frames(world: Any) -> No
 
 
 def test_a_failed_union_decode_falls_back_to_each_requests_own_positions(tmp_path: Path) -> None:
-    from tempcore.video.decode import FrameIndexError
+    from tempcore.video.types import FrameIndexError
 
     store = FrameStore()
     key = video_key(tmp_path / "v.mp4", None, None, "video", 10.0)
@@ -159,7 +160,7 @@ def test_a_failed_union_decode_falls_back_to_each_requests_own_positions(tmp_pat
         calls.append(positions)
         if max(positions) >= 10:
             raise FrameIndexError(tmp_path / "v.mp4", f"frame position(s) {positions} outside")
-        from tempcore.video.decode import FrameBatch
+        from tempcore.video.types import FrameBatch
 
         return FrameBatch(np.full((len(positions), 2, 2, 3), 7, np.uint8), np.zeros(len(positions)),
                           np.array(positions, np.int64))

@@ -31,8 +31,9 @@ from tempcore.run.frame_scoring import (
     score_samples,
     sigmoid,
 )
-from tempcore.video.decode import VideoNotFoundError, VideoReader
+from tempcore.video.decode import VideoReader
 from tempcore.video.synthetic import Scene, pattern_frame, truncate, write_frame_folder, write_video
+from tempcore.video.types import VideoNotFoundError
 
 # --- fixtures ------------------------------------------------------------------------------------
 

@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 
 import tempcore.run.frame_scoring as scoring
-import tempcore.video.decode as video
-from tempcore.video.decode import SMALL_FRAME_PIXELS, VideoReader
+import tempcore.video.sources as sources
+import tempcore.video.types as video_types
+from tempcore.video.decode import VideoReader
 from tempcore.video.synthetic import Scene, write_video
+from tempcore.video.types import SMALL_FRAME_PIXELS
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +32,7 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _codec_threads(path: Path, threads: int) -> tuple[int, str]:
-    source = video._AVSource(path, 0, "video", threads, True)
+    source = sources._AVSource(path, 0, "video", threads, True)
     try:
         cc = source._stream.codec_context
         return cc.thread_count, str(cc.thread_type)
@@ -71,7 +73,7 @@ def test_small_frames_are_scored_in_the_calling_thread_with_the_same_embeddings(
     monkeypatch.setattr(scoring, "_background", counted)
     inline = scoring.frame_embeddings(clips["small"], encoder, fps=10.0)
     assert stages == []  # decoding and preprocessing ran here
-    monkeypatch.setattr(video, "SMALL_FRAME_PIXELS", 0)  # every video gets the stage threads
+    monkeypatch.setattr(video_types, "SMALL_FRAME_PIXELS", 0)  # every video gets the stage threads
     threaded = scoring.frame_embeddings(clips["small"], encoder, fps=10.0)
     assert stages == ["thread", "thread"]  # decoder, preprocessing
     assert np.array_equal(inline.embeddings, threaded.embeddings)

@@ -21,18 +21,7 @@ import numpy as np
 import pytest
 
 from tempcore.records import Sample
-from tempcore.video.decode import (
-    CorruptVideoError,
-    EmptyVideoError,
-    FrameBatch,
-    FrameIndexError,
-    NoVideoStreamError,
-    VideoError,
-    VideoNotFoundError,
-    VideoReader,
-    probe,
-    read_frames,
-)
+from tempcore.video.decode import VideoReader, probe, read_frames
 from tempcore.video.synthetic import (
     pattern_frame,
     read_pattern,
@@ -40,6 +29,15 @@ from tempcore.video.synthetic import (
     write_audio,
     write_frame_folder,
     write_video,
+)
+from tempcore.video.types import (
+    CorruptVideoError,
+    EmptyVideoError,
+    FrameBatch,
+    FrameIndexError,
+    NoVideoStreamError,
+    VideoError,
+    VideoNotFoundError,
 )
 
 DATA = Path(__file__).parent / "data"

@@ -110,7 +110,7 @@ def run_demo(
         return _run_demo(out, n_questions=n_questions, quick=quick, seed=seed, k=k, progress=progress, log=log,
                          visual=visual)
     from tempcore import profiling
-    from tempcore.video.decode import count_decodes
+    from tempcore.video.types import count_decodes
 
     with profiling.collect() as prof, count_decodes() as decodes:
         result = _run_demo(out, n_questions=n_questions, quick=quick, seed=seed, k=k, progress=progress, log=log,

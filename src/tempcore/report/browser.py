@@ -197,7 +197,7 @@ def _native_size(path: Path, media: str) -> tuple[int, int] | None:
         if media == "frames":
             from PIL import Image
 
-            from tempcore.video.decode import IMAGE_SUFFIXES
+            from tempcore.video.types import IMAGE_SUFFIXES
 
             first = next(p for p in sorted(path.iterdir()) if p.suffix.lower() in IMAGE_SUFFIXES)
             with Image.open(first) as im:

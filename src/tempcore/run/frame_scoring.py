@@ -24,7 +24,7 @@ Frames
     :class:`EmbeddingCache`, so samples that share a video, both text modes and reruns only encode
     text. Decoding (and the encoder's CPU preprocessing) run in background threads, bounded queues of
     two batches between stages, while the encoder runs on the current batch; for small frames (at
-    most :data:`tempcore.video.decode.SMALL_FRAME_PIXELS`) the stages run one after the other in the
+    most :data:`tempcore.video.types.SMALL_FRAME_PIXELS`) the stages run one after the other in the
     calling thread instead (see :func:`frame_embeddings`).
 """
 
@@ -49,7 +49,7 @@ from tempcore.records import Sample
 from tempcore.run.ordered import in_context, ordered_map
 
 if TYPE_CHECKING:
-    from tempcore.video.decode import FrameBatch
+    from tempcore.video.types import FrameBatch
 
 MODES = ("q", "qa")
 QA_JOIN = "{question} {answer}"
@@ -397,15 +397,16 @@ def frame_embeddings(
     For a :class:`Sample`, the path is ``video_root / sample.video`` and ``start`` / ``end`` /
     ``media`` default to the sample's. ``size`` = (width, height) resizes while decoding (FFmpeg) before
     the encoder's own preprocessing; ``folder_fps`` is the rate of a frame folder's images (default
-    :data:`tempcore.video.decode.DEFAULT_FOLDER_FPS`); both are part of the cache key. With a ``cache``, a stored entry is returned without
+    :data:`tempcore.video.types.DEFAULT_FOLDER_FPS`); both are part of the cache key. With a ``cache``, a stored entry is returned without
     decoding; otherwise the frames are decoded (background thread), preprocessed (another
     background thread, when the encoder supports :class:`SupportsPreparedImages`) and encoded in
     batches of ``batch_size`` (default: the encoder's), and the result is stored. ``on_batch`` is
-    called with every decoded :class:`~tempcore.video.decode.FrameBatch` (in order; not on a cache hit),
+    called with every decoded :class:`~tempcore.video.types.FrameBatch` (in order; not on a cache hit),
     e.g. to keep the frames answering will show (:mod:`tempcore.run.framestore`).
-    Raises the decoder's named :class:`~tempcore.video.decode.VideoError` s, or :class:`NoFramesError`.
+    Raises the decoder's named :class:`~tempcore.video.types.VideoError` s, or :class:`NoFramesError`.
     """
-    from tempcore.video.decode import DEFAULT_FOLDER_FPS, SMALL_FRAME_PIXELS, VideoNotFoundError, VideoReader
+    from tempcore.video.decode import VideoReader
+    from tempcore.video.types import DEFAULT_FOLDER_FPS, SMALL_FRAME_PIXELS, VideoNotFoundError
 
     if isinstance(sample_or_path, Sample):
         sample = sample_or_path
@@ -644,7 +645,7 @@ def score_samples(
     encodes that many videos at once (threads; the results and their order are the same): the
     decoder, the image processor and the encoder release the GIL for part of each frame, so a
     second video fills a core the first leaves idle (small frames are decoded and encoded in one
-    thread each, :data:`tempcore.video.decode.SMALL_FRAME_PIXELS`).
+    thread each, :data:`tempcore.video.types.SMALL_FRAME_PIXELS`).
     """
     if workers < 1:
         raise ValueError(f"workers must be >= 1, not {workers}")

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.run.frame_scoring import FrameScores, ScoreFailure
     from tempcore.run.framestore import RunKeeper
-    from tempcore.video.decode import FrameBatch
+    from tempcore.video.types import FrameBatch
 
 
 
@@ -101,7 +101,8 @@ def _probe_video(
 ) -> tuple[np.ndarray, str | None] | str:
     """(timestamps, damage) of one video's frames at ``fps``, or the decoding error's text; with
     ``keep``, a converting pass whose frames go to the keeper (see :func:`frame_events`)."""
-    from tempcore.video.decode import VideoError, VideoReader, probe
+    from tempcore.video.decode import VideoReader, probe
+    from tempcore.video.types import VideoError
 
     if keep is None:
         try:

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from tempcore.records import Sample
     from tempcore.run.config import RunConfig
     from tempcore.run.planning import Timeline
-    from tempcore.video.decode import FrameBatch
+    from tempcore.video.types import FrameBatch
 
 __all__ = [
     "KEEP_MEMORY_BYTES",

@@ -38,7 +38,7 @@ match the run's:
 The condition key itself (strategy, mode, K, window, fps, seed, rotation, variant) is part of the key.
 A condition's ``params`` (the oracle's ``stride`` / ``max_windows``, a plug-in's own) are in neither:
 they decide the frames shown, so the run also compares each stored row's ``frames`` (and a grounding
-row's ``prompt_hash``) with what its planned work item shows (:func:`tempcore.run.runner._check_identity`).
+row's ``prompt_hash``) with what its planned work item shows (:func:`tempcore.run.resume._check_identity`).
 
 Fingerprints are 32 hex digits of the SHA-256 of the canonical JSON of the data (sorted keys). The
 data behind each fingerprint is kept in the store's ``fingerprints`` table so that a rerun can say

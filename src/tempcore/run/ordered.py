@@ -1,7 +1,7 @@
 """Work done ahead in threads and handed on in order (frame scoring, the decoding before answering),
 and :func:`in_context`, which every thread tempcore starts for work that may decode runs its work
 through: a thread starts in a copy of its starter's :mod:`contextvars` context, so what a run counts
-in its own context (its decoding passes, :func:`tempcore.video.decode.count_decodes`) follows its work into
+in its own context (its decoding passes, :func:`tempcore.video.types.count_decodes`) follows its work into
 its threads, and two runs in two threads of one process count apart."""
 
 from __future__ import annotations

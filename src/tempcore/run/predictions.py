@@ -99,7 +99,8 @@ def _grounding_prediction(
     """A grounding response as a Prediction: ``[start, end]`` parsed, mapped back to absolute video
     time (:func:`tempcore.grounding.answer.crop_of`; a crop condition's spans), scored against the sample's windows;
     ``correct`` = IoU >= 0.5; a response without an interval is a parse failure (never an answer)."""
-    from tempcore.grounding.answer import crop_of, score_grounding_response
+    from tempcore.grounding.answer import score_grounding_response
+    from tempcore.grounding.crops import crop_of
     from tempcore.prompts import prompt_hash
     from tempcore.records import GROUNDING_CORRECT_IOU
 

@@ -1,74 +1,10 @@
 """``tempcore run``: plan benchmarks x models x conditions, skip what is stored, answer the rest.
 
-The pipeline (every arrow persisted or cached):
-
-1. load each benchmark (:mod:`tempcore.benchmarks`) and preflight its videos: a sample whose
-   video is missing is listed, and still answered under frameless conditions (no-frame);
-2. score every frame of every video once per encoder (:mod:`tempcore.run.frame_scoring`, embedding cache),
-   in the text modes the conditions need; a video that fails to decode is listed and skipped
-   (done by the executor: :meth:`tempcore.run.executor.Executor.timelines`);
-3. select each condition's FrameSet (:mod:`tempcore.selection`; oracle conditions expand into
-   one condition per window, ``window=i``; ``rotations`` into one per option rotation): the pure
-   planner :func:`tempcore.run.planning.plan_items` turns samples and timelines into work items;
-4. for each model: ask the run store which keys are missing and hand the executor one
-   :class:`~tempcore.run.executor.ModelJob` per model (:meth:`~tempcore.run.executor.Executor.answer`;
-   an early-stopped oracle's windows go in waves, see below):
-   it loads each model once, decodes the frames of those requests (one streaming pass per sample
-   and chunk of conditions), answers in batches, extracts the answer (:mod:`tempcore.answers`),
-   maps rotations back, and commits each batch (:mod:`tempcore.run.store`; only this process writes
-   the store). Failed calls go to the failures table, never into predictions. A rerun makes no
-   call for a stored key whose fingerprints match.
-
-Early-stopped oracle (``params: {early_stop: true}`` on the oracle condition; default ``false``):
-the first call to the executor answers everything else and the first window of each (sample,
-rotation) in the asking order (decreasing mean frame score, ties by position:
-:func:`tempcore.selection.windows.window_order`); after each call the runner reads the store and
-hands the executor, per model, the next window of every (sample, rotation) that model has not
-answered correctly yet (:func:`tempcore.run.planning.next_oracle_wave`), until none is left. The
-executor is the same (local or Ray): each wave is one :meth:`~tempcore.run.executor.Executor.answer`
-call. Locally a model stays loaded across its waves (one model in memory at a time, as without
-waves); the Ray executor starts a model's actors once per wave (one model load per wave). A window
-whose call failed is passed over in this run (it is in the failures table) and asked again by a
-rerun; a run killed at any point and rerun ends with the rows of an uninterrupted run, since every
-wave is planned from the store alone. Replaced rows (``--recompute``) are all asked again in the
-first wave. The rows carry ``variant=early_stop`` in their condition key, so the analyses that need
-every window (Table 7) refuse them; oracle correctness (any window correct) and the
-uniform-vs-oracle analyses are the same as without early stop.
-
-Visual-option samples (rows of ``tempcore visual build``: options that are frame sequences, and
-their text controls) skip steps 2-3: each is one work item under ``visual_options``, whatever the
-listed conditions, and its request is built from its own metadata (:mod:`tempcore.run.visual`).
-
-Executors: :class:`tempcore.run.local.LocalExecutor` (the default: this process, one model after
-the other); the Ray executor (``executor: ray``) runs the same steps on a Ray cluster.
-
-Before the first heavy step the whole configuration is checked (:func:`tempcore.run.config.check_config`):
-files, strategies, templates, models; every problem is reported at once. ``dry_run`` stops after
-that and prints the plan from the annotations alone (no encoder, no decoding, no store written).
-
-Identity (:mod:`tempcore.run.identity`): every prediction carries ``sample_hash``,
-``model_fingerprint`` and (score-based conditions) ``encoder_fingerprint``. Before any model is
-loaded, the run compares them with the stored rows of its keys, and also what each stored row was
-shown with what its planned work item shows (the frames; a grounding row's prompt hash), since a
-condition's ``params`` (the oracle's ``stride``, a plug-in's own) move its frames under the same key
-(:func:`_check_identity`); keys that differ are never "already stored": the run stops with a message
-that says what changed and for how many rows, unless ``recompute`` is set, which replaces exactly
-those rows. A dry run makes no such check (it selects no frames): it counts the stored rows.
-
-Choices: no-frame requests show ``k`` uniform grey (128) images of ``noframe_size`` pixels square;
-frames are shown at their decoded resolution (adapters resize: see ``max_image_side``); the prompt
-template is the model's ``prompt_template`` unless the run sets ``prompt``; its ``{timestamps}``
-slot is filled with the presentation times of the frames shown (nothing for no-frame requests),
-as the world's answerers were trained with. ``n_frames`` of a prediction is L, the number of
-decoded frames of its sample's video (or segment) at the run's fps (``None`` when the video was
-not decoded: a missing video, or a run with no framed condition). A sample whose video decoded with
-damage (the decoder's ``damage`` report) is answered and flagged (``video_damage``) or, with
-``damaged_videos: skip``, treated as a failed video.
-
-Counts in the summary: ``missing_videos`` and ``failed_videos`` count distinct *videos* (a video
-several questions share counts once); ``samples_without_frames`` counts the *samples* whose framed
-conditions were not answered for either reason. ``summary.json`` lists every run that wrote to the
-folder (``runs``) and the store's totals, so runs that share an out folder are all described.
+:func:`run` loads each benchmark, plans its work items (:mod:`tempcore.run.planning`), has an
+executor (:mod:`tempcore.run.executor`) score the frames and answer what the run store does not hold
+yet, checks that what is stored still has the identity of what would be asked now
+(:mod:`tempcore.run.resume`), and writes the run's outputs (:mod:`tempcore.run.outputs`). A rerun of
+the same configuration resumes: stored keys are never asked again.
 """
 
 from __future__ import annotations
@@ -76,16 +12,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tempcore.records import Condition, Prediction, Sample
-from tempcore.run.answering import answer_items
+from tempcore.records import Prediction, Sample
 from tempcore.run.config import FRAMELESS, RunConfig, early_stop_mode
-from tempcore.run.executor import AnswerSettings, Executor, Identity, ModelJob, ModelSummary
+from tempcore.run.executor import AnswerSettings, Executor, Key, ModelJob, ModelSummary
 from tempcore.run.frames import _load_frames as _load_frames
 from tempcore.run.local import LocalExecutor
 from tempcore.run.planning import (
@@ -101,7 +35,6 @@ from tempcore.run.planning import (
     plan_items,
 )
 from tempcore.run.planning import damage_of as _damage_of  # noqa: F401  (its old private name)
-from tempcore.run.predictions import GREY, to_prediction
 from tempcore.run.predictions import _request as _request
 
 if TYPE_CHECKING:
@@ -109,76 +42,17 @@ if TYPE_CHECKING:
     from tempcore.encoders.cache import EmbeddingCache
     from tempcore.models.base import Model, ModelSpec
     from tempcore.run.store import RunStore
-    from tempcore.video.decode import DecodeCounter
+    from tempcore.video.types import DecodeCounter
 
-__all__ = [
-    "GREY",
-    "BenchmarkPlan",
-    "Executor",
-    "Identity",
-    "LocalExecutor",
-    "ModelSummary",
-    "RunError",
-    "RunSummary",
-    "WorkItem",
-    "answer_items",
-    "in_shard",
-    "plan_benchmark",
-    "run",
-    "to_prediction",
-]
+
+from tempcore.run.outputs import RunSummary, _export, _print_summary, _stored_counts, _write_summary
+from tempcore.run.resume import _check_identity, _model_identity, grounding_identity
 
 _runlog = logging.getLogger(__name__)
 
+
 #: the timeline of one sample (kept under its old private name)
 _Timeline = Timeline
-
-
-@dataclass
-class RunSummary:
-    out: str
-    store: str
-    run_id: str | None
-    benchmarks: dict[str, dict[str, Any]]
-    models: list[ModelSummary]
-    dry_run: bool = False
-    predictions_file: str | None = None
-    #: per model, what the early-stopped oracle asked (:func:`_answer_in_waves`); empty without one
-    oracle_early_stop: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
-    #: decoding passes of this run in this process (:meth:`tempcore.video.decode.DecodeCounter.summary`:
-    #: ``videos``, ``passes``, ``max_per_video``, ``per_video``, ``by_kind``); ``None`` for a dry run
-    decodes: dict[str, Any] | None = None
-    #: the failed requests of this run grouped by cause, the most frequent first
-    #: (:func:`tempcore.run.failures.failure_causes`, the first :data:`~tempcore.run.failures.FIRST_CAUSES`)
-    failure_causes: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    #: the signal that stopped the run (``SIGINT``, ``SIGTERM``, ``SIGHUP``); ``None``: it ran to the end
-    interrupted: str | None = None
-
-    @property
-    def failed(self) -> int:
-        """Requests of this run that failed (in the store's failures table, not answered)."""
-        return sum(m.failed for m in self.models)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            "out": self.out,
-            "store": self.store,
-            "run_id": self.run_id,
-            "dry_run": self.dry_run,
-            "benchmarks": self.benchmarks,
-            "models": [vars(m) for m in self.models],
-            "predictions_file": self.predictions_file,
-            "decodes": self.decodes,
-            "failed": self.failed,
-            "failure_causes": self.failure_causes,
-            "interrupted": self.interrupted,
-        }
-        if self.oracle_early_stop:
-            out["oracle_early_stop"] = self.oracle_early_stop
-        return out
-
-
-# --- planning ---------------------------------------------------------------------------------
 
 
 def plan_benchmark(
@@ -317,10 +191,6 @@ def _load_plan(
     return plan, mc, video_root
 
 
-
-# --- the whole run ----------------------------------------------------------------------------
-
-
 def run(
     cfg: RunConfig,
     *,
@@ -361,7 +231,7 @@ def run(
     from tempcore.encoders.cache import EmbeddingCache, default_cache_dir
     from tempcore.run.runlog import SHOWN, narrated, run_log
     from tempcore.run.store import RunStore
-    from tempcore.video.decode import count_decodes
+    from tempcore.video.types import count_decodes
 
     with run_log(out):
         log = narrated(log)
@@ -504,9 +374,6 @@ def _run_failures(store: RunStore, run_id: str) -> list[dict[str, Any]]:
     if mine:
         _runlog.warning("%s", "\n".join(describe_causes(causes, len(mine))))
     return causes
-
-
-Key = tuple[str, str, str, str]
 
 
 class _KeptModel:
@@ -691,207 +558,6 @@ def _bench_info(p: BenchmarkPlan) -> dict[str, Any]:
             "requests_per_model": len(p.items), "grounding": p.grounding, "baseline_predictions": len(p.baseline)}
 
 
-def _model_identity(cfg: RunConfig, spec: Any, method: str, encoder: Any | None) -> tuple[Identity, dict[str, Any]]:
-    from tempcore.prompts import get_template
-    from tempcore.run.identity import fingerprint, local_chat_template, model_identity
-
-    data = model_identity(spec, method=method, template=get_template(cfg.prompt or spec.prompt_template),
-                          noframe_size=cfg.noframe_size, chat_template=local_chat_template(spec.model))
-    enc = getattr(encoder, "fingerprint", None) if cfg.needs_encoder else None
-    return Identity(fingerprint(data), None if enc is None else str(enc),
-                    grounding_fingerprint=fingerprint(grounding_identity(data))), data
-
-
-def grounding_identity(data: dict[str, Any]) -> dict[str, Any]:
-    """A model's identity (:func:`tempcore.run.identity.model_identity`) for its grounding requests: the
-    template those render instead of its own (:func:`tempcore.grounding.answer.grounding_prompt`:
-    its own when it is a grounding template, else the built-in ``grounding``), so a changed
-    grounding prompt is never served from the store."""
-    from tempcore.prompts import get_template
-
-    own = get_template(str(data["prompt_template"]["name"]))
-    used = own if own.kind == "grounding" else get_template("grounding")
-    return {**data, "prompt_template": {"name": used.name, "text": used.text, "option_format": used.option_format}}
-
-
-def _check_identity(
-    store: Any,
-    plans: list[BenchmarkPlan],
-    items: list[WorkItem],
-    specs: list[tuple[Any, str]],
-    identities: list[tuple[Identity, dict[str, Any]]],
-    *,
-    recompute: bool,
-    templates: list[str] | None = None,
-    also: Sequence[tuple[str, int]] = (),
-) -> dict[str, set[tuple[str, str, str, str]]]:
-    """The stored keys of this run that were asked something else than this run would ask, per model.
-
-    A stored prediction matches its planned :class:`WorkItem` when (1) its fingerprints are the
-    run's (sample, model entry, encoder: :mod:`tempcore.run.identity`), (2) it was shown the frames the
-    item shows (the stored ``frames``: indices, timestamps, K requested, grey, against
-    ``WorkItem.frames``), which catches every change of a condition's ``params`` that moves its
-    frames under the same condition key (the oracle's ``stride`` / ``max_windows``, a strategy
-    plug-in's own), and (3) it was asked the prompt the item renders (the stored ``prompt_hash``
-    against :func:`tempcore.run.predictions.request_prompt` with the model's template ``templates[i]``,
-    default ``spec.prompt_template``): the option order, the frame times and a grounding item's
-    shown spans and duration, which no fingerprint holds. A row that does not record its frames
-    or its prompt (imported without them) cannot be checked and does not match. Visual-option
-    items are checked by fingerprint only: their frames and prompt are built from the sample's
-    metadata, which its fingerprint holds (:func:`tempcore.run.visual.visual_identity`).
-
-    Without ``recompute`` any such key stops the run (a :class:`RunError` that says what changed and
-    for how many stored predictions) before any model is loaded; with it they are returned to be
-    replaced. ``also``: (message, rows) of other changed stored rows the run replaces (the retrieval
-    baseline's), named in the same message."""
-    from tempcore.prompts import prompt_hash
-    from tempcore.run.identity import changed_fields, describe_model_change, describe_sample_change
-    from tempcore.run.predictions import request_prompt
-    from tempcore.run.store import FloatText, frames_json
-    from tempcore.run.visual import VISUAL_STRATEGY
-
-    new_samples = {(p.name, sid): data for p in plans for sid, (_d, data) in p.sample_identity.items()}
-    replace: dict[str, set[tuple[str, str, str, str]]] = {}
-    messages: list[str] = []
-    sample_changes: dict[str, dict[str, list[str]]] = defaultdict(dict)
-    sample_rows: Counter[str] = Counter()
-    planned_frames: dict[int, str] = {}  # item index -> frames_json (the same for every model)
-    floats = FloatText()  # the timestamps' JSON text, each formatted once
-    planned_prompts: dict[tuple[str, int], str] = {}  # (template, item index) -> prompt hash
-
-    def prompt_of(item: WorkItem, template: str) -> str:
-        return prompt_hash(request_prompt(item, template))
-
-    def planned_json(frames: Any) -> str:
-        return frames_json(frames, floats)
-
-    for m, ((spec, _method), (ident, data)) in enumerate(zip(specs, identities)):
-        name = spec.display_name
-        template = templates[m] if templates is not None else spec.prompt_template
-        expected = {
-            (it.sample.benchmark, it.sample.sample_id, name, it.condition.key):
-                (i, (it.sample_hash, ident.model_for(it), ident.encoder_for(it.condition)))
-            for i, it in enumerate(items)
-        }
-        new_data = {ident.model_fingerprint: data, ident.grounding_fingerprint: grounding_identity(data)}
-        stored = store.stored_requests(list(expected))
-        changed: set[tuple[str, str, str, str]] = set()
-        by_model: Counter[tuple[str, str]] = Counter()
-        by_encoder = 0
-        old_samples: dict[tuple[str, str], str] = {}
-        asked: dict[str, Counter[str]] = {"frames": Counter(), "prompt": Counter(), "unrecorded": Counter()}
-        for key, row in stored.items():
-            i, want = expected[key]
-            sh, mf, ef = row[:3]
-            if (sh, mf, ef) != want:
-                want_sh, want_mf, want_ef = want
-                changed.add(key)
-                if mf != want_mf:
-                    by_model[(mf, want_mf)] += 1
-                if ef != want_ef and mf:
-                    by_encoder += 1
-                if sh != want_sh and sh:
-                    old_samples[(key[0], key[1])] = sh
-                    sample_rows[key[0]] += 1
-                continue
-            it = items[i]
-            if it.condition.strategy == VISUAL_STRATEGY:
-                continue
-            what = _request_change(row, it, i, template, planned_frames, planned_prompts,
-                                   frames_json=planned_json, prompt_of=prompt_of)
-            if what is not None:
-                changed.add(key)
-                asked[what][_condition_label(it.condition)] += 1
-        replace[name] = changed
-        old_model = store.fingerprint_data([mf for mf, _want in by_model])
-        for (mf, want_mf), n in sorted(by_model.items()):
-            if not mf:
-                messages.append(f"model {name}: {n} stored prediction{'s' if n != 1 else ''} carry no fingerprint "
-                                "(stored before store schema v2, or imported without one)")
-            else:
-                messages.append(describe_model_change(name, old_model.get(mf), new_data.get(want_mf, data), n))
-        if by_encoder:
-            messages.append(f"model {name}: the encoder changed (fingerprint) for {by_encoder} stored "
-                            f"prediction{'s' if by_encoder != 1 else ''} of score-based conditions")
-        for what, reason in _REQUEST_CHANGES.items():
-            for label, n in sorted(asked[what].items()):
-                messages.append(f"model {name}: {n} stored prediction{'s' if n != 1 else ''} of condition {label} "
-                                f"{'were' if n != 1 else 'was'} {reason}")
-        old_data = store.fingerprint_data(set(old_samples.values()))
-        for (bench, sid), sh in old_samples.items():
-            sample_changes[bench][sid] = changed_fields(old_data.get(sh), new_samples.get((bench, sid), {}))
-    for bench, changes in sorted(sample_changes.items()):
-        messages.insert(0, describe_sample_change(bench, changes, sample_rows[bench]))
-    messages.extend(message for message, _n in also)
-    total = sum(len(v) for v in replace.values()) + sum(n for _m, n in also)
-    if total and not recompute:
-        raise RunError(
-            "stored predictions do not match this run (nothing was answered):\n  "
-            + "\n  ".join(messages)
-            + f"\nrerun with --recompute to replace exactly these {total} stored predictions, or use another --out"
-        )
-    return replace
-
-
-#: what :func:`_request_change` found, as the identity check's message says it
-_REQUEST_CHANGES = {
-    "frames": "shown other frames (the condition's params changed?)",
-    "prompt": "asked another prompt (the option order, the frame times or the span shown changed?)",
-    "unrecorded": "stored without a record of the frames shown or the prompt asked (imported?): it cannot be "
-                  "checked",
-}
-
-
-def _request_change(
-    row: Any, item: WorkItem, index: int, template: str, planned_frames: dict[int, str],
-    planned_prompts: dict[tuple[str, int], str], *, frames_json: Callable[[Any], str],
-    prompt_of: Callable[[WorkItem, str], str],
-) -> str | None:
-    """``None`` when a stored row (:class:`tempcore.run.store.StoredRequest`) was asked what ``item``
-    asks, else which part differs: ``frames``, ``prompt`` or ``unrecorded`` (see :data:`_REQUEST_CHANGES`).
-
-    The frames compare as stored text first (what :func:`tempcore.run.store.frames_json` writes; one
-    string comparison per row), then, when the texts differ, as values (a store written by another
-    serialiser); the prompt hash is computed only for rows whose frames match."""
-    from tempcore.records import FrameSet
-
-    if row.frames is None or not row.prompt_hash:
-        return "unrecorded"
-    want = planned_frames.get(index)
-    if want is None:
-        want = planned_frames[index] = frames_json(item.frames)
-    if row.frames != want:
-        try:
-            same = FrameSet.from_dict(json.loads(row.frames)) == item.frames
-        except (ValueError, TypeError, KeyError):
-            same = False
-        if not same:
-            return "frames"
-    if not _prompt_has_more(item):
-        return None
-    digest = planned_prompts.get((template, index))
-    if digest is None:
-        digest = planned_prompts[(template, index)] = prompt_of(item, template)
-    return None if row.prompt_hash == digest else "prompt"
-
-
-def _prompt_has_more(item: WorkItem) -> bool:
-    """Whether an item's prompt holds inputs that neither a fingerprint nor its frames hold, so that
-    the identity check compares its stored ``prompt_hash``: a grounding item's (its duration, L
-    frames at the fps, and the spans shown, on which its frame times are given). A multiple-choice
-    prompt is the question and the options (the sample's fingerprint) in the order of the key's
-    rotation, the template (the model's fingerprint) and the frames' timestamps (compared as frames):
-    rendering it again for every stored row would cost ~25 us a row (2.5 s per 100k) and find nothing."""
-    from tempcore.run.baseline import is_grounding
-
-    return is_grounding(item.sample)
-
-
-def _condition_label(c: Condition) -> str:
-    """A condition as the messages name it: its strategy, its scoring mode when it has one, its variant."""
-    return c.strategy + ("" if c.mode == "none" else f"/{c.mode}") + ("" if c.variant is None else f" ({c.variant})")
-
-
 def _dry_run(
     cfg: RunConfig, specs: list[tuple[Any, str]], out: Path, store_path: Path, *, limit: int | None,
     shard: tuple[int, int] | None, log: Callable[[str], None],
@@ -999,50 +665,6 @@ def _yaml_value(value: Any) -> str:
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
-def _stored_counts(store_path: Path) -> dict[str, int]:
-    """Predictions per model of an existing store, read-only (nothing is created or migrated)."""
-    import sqlite3
-
-    if not store_path.is_file():
-        return {}
-    try:
-        con = sqlite3.connect(f"file:{store_path}?mode=ro", uri=True, timeout=5)
-        try:
-            return dict(con.execute("SELECT model, COUNT(*) FROM predictions GROUP BY model").fetchall())
-        finally:
-            con.close()
-    except sqlite3.Error:
-        return {}
-
-
-def _write_summary(out: Path, result: RunSummary, totals: dict[str, int]) -> None:
-    """``summaries/<run_id>.json`` for this run and ``summary.json`` over every run of the folder.
-
-    ``summary.json`` keeps this run's fields at the top level, and adds ``runs`` (every run's summary,
-    oldest first, read back from ``summaries/``) and ``store_predictions`` (rows per model in the
-    store now: what all the runs together hold, duplicates counted once)."""
-    folder = out / "summaries"
-    folder.mkdir(exist_ok=True)
-    mine = result.to_json()
-    _atomic_json(folder / f"{result.run_id}.json", mine)
-    runs = []
-    for f in sorted(folder.glob("*.json")):
-        try:
-            runs.append(json.loads(f.read_text()))
-        except (OSError, ValueError):
-            continue  # another run writing at this moment: its own summary file is complete later
-    doc = mine | {"runs": runs, "store_predictions": totals}
-    _atomic_json(out / "summary.json", doc)
-
-
-def _atomic_json(path: Path, data: Any) -> None:
-    import os
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
-
-
 def _model_entry(entry: dict[str, Any]) -> tuple[Any, str]:
     from tempcore.models.registry import as_spec
 
@@ -1072,33 +694,12 @@ def _default_factory(spec: ModelSpec) -> Model:
     return load_model(spec)
 
 
-def _export(store: Any, samples: list[Sample], out: Path) -> str | None:
-    """Write the run's tidy predictions table next to the store (Parquet when pyarrow is there)."""
-    try:
-        from tempcore.tidy.table import predictions_table, write_table
-    except ImportError:  # pragma: no cover - pyarrow missing
-        return None
-    path = out / "predictions.parquet"
-    write_table(predictions_table(store, samples=samples), path)
-    return str(path)
-
-
-def _print_summary(summary: RunSummary, log: Callable[[str], None]) -> None:
-    log("summary:")
-    for m in summary.models:
-        acc = f", accuracy {m.correct / m.done:.3f}" if m.done else ""
-        extra = (f", {m.replaced} replaced (--recompute)" if m.replaced else "") + (
-            f", {m.discarded} discarded (stored meanwhile by another writer)" if m.discarded else "")
-        log(f"  {m.model}: {m.done} done{extra}, {m.stored_before} skipped (stored), {m.failed} failed, "
-            f"{m.parse_failures} parse failures{acc} ({m.seconds:.1f} s)")
-    for name, info in summary.benchmarks.items():
-        if info.get("damaged_videos"):
-            what = "skipped" if info.get("damaged_skipped") else "answered and flagged (video_damage)"
-            log(f"  {name}: {info['damaged_videos']} damaged video(s), {what}")
-    d = summary.decodes
-    if d and d["videos"]:
-        log(f"  decodes: {d['passes']} pass(es) over {d['videos']} video(s), at most {d['max_per_video']} per video")
-    if summary.predictions_file:
-        log(f"  predictions: {summary.predictions_file}")
-    log(f"  store: {summary.store}")
-
+__all__ = [
+    "BenchmarkPlan",
+    "LocalExecutor",
+    "RunError",
+    "RunSummary",
+    "WorkItem",
+    "plan_benchmark",
+    "run",
+]

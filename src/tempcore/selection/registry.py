@@ -16,7 +16,8 @@ import numpy as np
 from tempcore.records import Condition, FrameSet
 from tempcore.registry import did_you_mean
 from tempcore.selection import windows
-from tempcore.selection._common import STRATEGIES, SelectionError, Strategy, prepare
+from tempcore.selection._common import STRATEGIES as STRATEGIES  # its home is _common; looked up here
+from tempcore.selection._common import SelectionError, Strategy, prepare
 
 TYPO_CUTOFF = 0.75
 """How close (:func:`difflib.get_close_matches` ratio) an unregistered strategy name must be to a

@@ -146,8 +146,9 @@ def build_cmd(
     """Synthesise the four stimuli of every annotated video and write the yes/no questions."""
     from PIL import Image
 
-    from tempcore.video.decode import VideoError, probe, read_frames
+    from tempcore.video.decode import probe, read_frames
     from tempcore.video.synthetic import write_video
+    from tempcore.video.types import VideoError
 
     if n_segments < 2:
         raise VisualBuildError(f"n_segments must be >= 2, not {n_segments}")

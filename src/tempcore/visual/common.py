@@ -94,7 +94,8 @@ def video_duration(path: Path, given: float | None = None) -> float:
     """``given`` when the annotation states it, else the decoded duration (PyAV, every frame)."""
     if given is not None:
         return float(given)
-    from tempcore.video.decode import VideoError, probe
+    from tempcore.video.decode import probe
+    from tempcore.video.types import VideoError
 
     try:
         return float(probe(path, fps=None).duration)

@@ -42,7 +42,7 @@ VIDEO_SUFFIXES = frozenset({".mp4", ".mkv", ".webm", ".mov", ".avi", ".gif", ".m
 
 def find_clips(root: str | Path) -> list[tuple[str, str]]:
     """``(relative path, media)`` of every clip in ``root`` (video files, or folders of images), sorted."""
-    from tempcore.video.decode import IMAGE_SUFFIXES
+    from tempcore.video.types import IMAGE_SUFFIXES
 
     root = Path(root)
     if not root.is_dir():
@@ -70,7 +70,8 @@ def build_vfp(
     source: str = "",
 ) -> dict[str, Any]:
     """Build VFP questions for every clip of ``video_root`` (see the module docstring)."""
-    from tempcore.video.decode import VideoError, probe
+    from tempcore.video.decode import probe
+    from tempcore.video.types import VideoError
 
     if context_frames < 1:
         raise VisualBuildError(f"context_frames must be >= 1, not {context_frames}")
