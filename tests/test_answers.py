@@ -12,6 +12,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from tempcore import extractor as answers  # the choice rules live in the stdlib-only extractor
 from tempcore.answers import (
     METHODS,
     AnswerArgumentError,
@@ -20,7 +21,6 @@ from tempcore.answers import (
     extract_interval,
 )
 from tempcore.cli import main
-from tempcore.interop import extractor as answers  # the choice rules live in the stdlib-only extractor
 from tempcore.records import LETTERS
 
 DATA = Path(__file__).parent / "data"

@@ -177,7 +177,7 @@ def test_lmms_eval_task_folder(setup, tmp_path: Path, monkeypatch) -> None:
     assert config["output_type"] == "generate_until" and config["cluster_key"] == "video"
     # the task's Python files are the package's own modules, byte for byte; the manifest keeps hashes
     manifest = json.loads((folder / "manifest.json").read_text())
-    for name, module in (("utils.py", "interop/lmms_task.py"), ("tempcore_extractor.py", "interop/extractor.py")):
+    for name, module in (("utils.py", "interop/lmms_task.py"), ("tempcore_extractor.py", "extractor.py")):
         assert (folder / name).read_bytes() == (SRC / module).read_bytes()
         key = name.removesuffix(".py")
         assert manifest["files"][f"{key}_sha256"] == hashlib.sha256((folder / name).read_bytes()).hexdigest()
@@ -303,7 +303,7 @@ def test_exported_parser_is_tempcore_s_extractor_without_tempcore(setup, tmp_pat
 def test_extractor_imports_the_standard_library_only() -> None:
     import ast
 
-    for module in ("interop/extractor.py", "interop/lmms_task.py"):
+    for module in ("extractor.py", "interop/lmms_task.py"):
         tree = ast.parse((SRC / module).read_text(encoding="utf-8"))
         names = set()
         for node in ast.walk(tree):
@@ -314,8 +314,7 @@ def test_extractor_imports_the_standard_library_only() -> None:
                 names.add(str(node.module).split(".")[0])
         outside = sorted(n for n in names if n not in sys.stdlib_module_names and n != "__future__")
         assert not outside, f"{module} imports {outside}: the exported copy must import on its own"
-    from tempcore import answers
-    from tempcore.interop import extractor
+    from tempcore import answers, extractor
     from tempcore.records import LETTERS
 
     assert extractor.LETTERS == LETTERS and answers.Extraction is extractor.Extraction

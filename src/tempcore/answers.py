@@ -68,7 +68,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from tempcore.errors import TempcoreError
-from tempcore.interop.extractor import (  # the one choice parser; stdlib-only, copied into exported tasks
+from tempcore.extractor import (  # the one choice parser; stdlib-only, copied into exported tasks
     _QUOTES,
     _SPECIAL_TOKENS,
     METHODS,
@@ -76,7 +76,7 @@ from tempcore.interop.extractor import (  # the one choice parser; stdlib-only, 
     Extraction,
     normalise_response,
 )
-from tempcore.interop.extractor import extract_choice as _extract_choice
+from tempcore.extractor import extract_choice as _extract_choice
 
 
 class AnswerArgumentError(TempcoreError, ChoiceArgumentError):
@@ -107,7 +107,7 @@ class IntervalExtraction:
 def extract_choice(
     response: str, options: Sequence[str] | None = None, n_options: int | None = None
 ) -> Extraction:
-    """Parse which option a free-text ``response`` chose (:func:`tempcore.interop.extractor.extract_choice`).
+    """Parse which option a free-text ``response`` chose (:func:`tempcore.extractor.extract_choice`).
 
     ``options`` are the option texts in the order they were shown (enables option-text matching);
     ``n_options`` gives their number when the texts are unknown. With neither, any letter A-Z is

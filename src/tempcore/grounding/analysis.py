@@ -100,8 +100,7 @@ def candidate_recall_rows(
     ``[{"benchmark", "condition", "top_k", "n", "contained": {"1": x, ...}, "overlap": {...}}]``."""
     import pyarrow as pa
 
-    from tempcore.grounding.retrieval import candidate_recall
-    from tempcore.run.baseline import CANDIDATES_METHOD, RETRIEVAL_MODEL
+    from tempcore.grounding.retrieval import CANDIDATES_METHOD, RETRIEVAL_MODEL, candidate_recall
 
     table = _only_benchmark(table, benchmark)
     methods = _strings(table, "answer_method")

@@ -326,6 +326,15 @@ def _fps_of(t: np.ndarray) -> float:
     return 1.0 / step if step > 0 else 1.0
 
 
+# The retrieval baseline's names in the run store (the condition's strategy, the model and answer
+# method of its predictions, the answer method of a retrieve-then-ground condition's candidates).
+RETRIEVAL_STRATEGY = "retrieval"
+RETRIEVAL_MODEL = "retrieval"
+"""The model name of the baseline's predictions (it answers grounding samples without a model)."""
+RETRIEVAL_METHOD = "retrieval"
+"""``answer_method`` of the baseline's predictions."""
+CANDIDATES_METHOD = "candidates"
+"""``answer_method`` of the retrieval stage's stored candidates (a ``retrieve_ground`` condition)."""
 DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
 """The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
 
@@ -352,7 +361,11 @@ def track_window(
 
 
 __all__ = [
+    "CANDIDATES_METHOD",
     "DEFAULTS",
+    "RETRIEVAL_METHOD",
+    "RETRIEVAL_MODEL",
+    "RETRIEVAL_STRATEGY",
     "candidate_recall",
     "candidate_windows",
     "merge_windows",

@@ -31,7 +31,7 @@ utils.<name>`` and aggregation functions in ``utils.py``). Run it with ``python 
 tempcore_<name> --include_path <out>/<name>`` (every exported task also carries the tag
 ``tempcore``). The folder holds the YAML, the data file, ``manifest.json``, ``utils.py`` (a copy of
 the package module :mod:`tempcore.interop.lmms_task`) and ``tempcore_extractor.py`` (a copy of
-:mod:`tempcore.interop.extractor`); the manifest keeps the SHA-256 of each. Choices it makes, stated here and
+:mod:`tempcore.extractor`); the manifest keeps the SHA-256 of each. Choices it makes, stated here and
 in the files (checked against lmms-eval 0.7.3 by ``tests/test_lmms_eval_interop.py``):
 
 * ``data_files`` is the data file's name, relative to the YAML: lmms-eval 0.7 resolves relative
@@ -486,7 +486,7 @@ DEFAULT_POST_PROMPT = "Answer with the option's letter from the given choices di
 
 # The task's Python files: real modules of this package, copied byte for byte (the manifest keeps
 # their SHA-256). utils.py reads the benchmark and video root from manifest.json next to it.
-TASK_FILES = {"utils.py": "interop/lmms_task.py", "tempcore_extractor.py": "interop/extractor.py"}
+TASK_FILES = {"utils.py": "interop/lmms_task.py", "tempcore_extractor.py": "extractor.py"}
 
 
 def task_file_source(name: str) -> bytes:

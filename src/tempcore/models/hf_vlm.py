@@ -182,7 +182,7 @@ class HFVisionLanguageModel(HFAdapterBase):
         return None
 
     def _messages(self, request: ModelRequest) -> list[dict[str, Any]]:
-        from tempcore.visual.requests import hf_content  # interleaved layouts (visual answer options)
+        from tempcore.models.interleaved import hf_content  # interleaved layouts (visual answer options)
 
         return [{"role": "user", "content": hf_content(request)}]
 

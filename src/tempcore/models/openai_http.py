@@ -714,7 +714,7 @@ class OpenAIChatModel:
             slots.put_nowait(slot)
 
     def _build_body(self, request: ModelRequest, method: str) -> bytes:
-        from tempcore.visual.requests import openai_parts  # interleaved layouts (visual answer options)
+        from tempcore.models.interleaved import openai_parts  # interleaved layouts (visual answer options)
 
         parts = openai_parts(
             request,

@@ -38,18 +38,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tempcore.grounding.crops import is_grounding
-from tempcore.grounding.retrieval import DEFAULTS, _fps_of, track_window
+from tempcore.grounding.retrieval import (
+    CANDIDATES_METHOD,
+    DEFAULTS,
+    RETRIEVAL_METHOD,
+    RETRIEVAL_MODEL,
+    RETRIEVAL_STRATEGY,
+    _fps_of,
+    track_window,
+)
 from tempcore.records import GROUNDING_CORRECT_IOU, Condition, FrameSet, Prediction, Sample
 
 if TYPE_CHECKING:
     from tempcore.run.config import RunConfig
     from tempcore.run.planning import Timeline
 
-RETRIEVAL_STRATEGY = "retrieval"
-RETRIEVAL_MODEL = "retrieval"
-"""The model name of the baseline's predictions (it answers grounding samples without a model)."""
-RETRIEVAL_METHOD = "retrieval"
-"""``answer_method`` of the baseline's predictions."""
 def retrieval_identity(params: dict[str, Any] | None = None) -> dict[str, Any]:
     """What decides the baseline's answers besides the scores (its ``model_fingerprint`` hashes it)."""
     p = {**DEFAULTS, **(params or {})}
@@ -108,8 +111,6 @@ def retrieval_prediction(
     )
 
 
-CANDIDATES_METHOD = "candidates"
-"""``answer_method`` of the retrieval stage's stored candidates (a ``retrieve_ground`` condition)."""
 
 
 def candidates_identity(variant: str | None, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
