@@ -379,6 +379,26 @@ def test_empty_mode_of_a_score_based_strategy_is_an_error(tmp_path: Path) -> Non
         read_predictions(path)
 
 
+@pytest.mark.parametrize("strategy", ["retrieval", "retrieve_ground", "aks"])
+def test_empty_mode_is_refused_for_every_strategy_that_needs_scores(tmp_path: Path, strategy: str) -> None:
+    """The validator asks the strategies (needs_scores), as `tempcore run` does: a retrieval row with no
+    mode was once filled as 'none' here while the run refuses that mode."""
+    from tempcore.selection import SCORE_BASED, needs_scores
+
+    assert strategy in SCORE_BASED and needs_scores(strategy)
+    path = tmp_path / "t.csv"
+    path.write_text(f"benchmark,sample_id,model,strategy,mode,k,window,correct\nb,1,m,{strategy},,8,,1\n")
+    with pytest.raises(PredictionsTableError, match=rf"t.csv: row 1: empty mode for strategy '{strategy}'"):
+        read_predictions(path)
+
+
+def test_score_based_is_what_the_strategies_say() -> None:
+    from tempcore.selection import SCORE_BASED, STRATEGIES, needs_scores, score_based
+
+    assert SCORE_BASED == {"maxprob", "minprob", "aks", "bolt", "retrieval", "retrieve_ground"}
+    assert score_based() == {name for name in STRATEGIES if needs_scores(name)} >= SCORE_BASED
+
+
 def test_strategy_names_case_insensitive_or_rejected_with_a_suggestion(tmp_path: Path) -> None:
     cols = _base_rows()
     cols["strategy"] = ["MaxProb", "MINPROB"]

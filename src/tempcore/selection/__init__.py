@@ -31,12 +31,12 @@ from tempcore.selection.basic import UNIFORM_VARIANTS, noframe, single, textonly
 from tempcore.selection.basic import random as random  # re-exported, see __all__
 from tempcore.selection.diversity import maxprob, minprob, rank_frames
 from tempcore.selection.registry import (
-    SCORE_BASED,
     STRATEGIES,
     call_strategy,
     get_strategy,
     needs_scores,
     oracle_window,
+    score_based,
     select,
 )
 from tempcore.selection.spans import gtcrop, retrieve_ground
@@ -62,6 +62,10 @@ for _name, _fn in (
 ):
     STRATEGIES.register(_name, _fn)
 
+SCORE_BASED = frozenset(name for name in STRATEGIES if needs_scores(name))
+"""The built-in strategies that rank frames by score (they need ``scores``; the others ignore them),
+as :func:`needs_scores` says; :func:`score_based` includes plug-ins."""
+
 # ``random`` and ``reversed`` are importable by name but left out of ``__all__`` so that a star
 # import does not shadow the builtins of the same names.
 __all__ = [
@@ -79,6 +83,7 @@ __all__ = [
     "maxprob",
     "minprob",
     "needs_scores",
+    "score_based",
     "noframe",
     "oracle",
     "oracle_window",

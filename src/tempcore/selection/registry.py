@@ -45,9 +45,6 @@ def canonical_strategy(name: str) -> str:
     return name
 
 
-SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
-"""The built-in strategies that rank frames by score (they need ``scores``; the others ignore them)."""
-
 REORDERING = frozenset({"shuffled", "reversed"})
 """Strategies that show a base strategy's frames (named by the variant) in another order."""
 
@@ -60,14 +57,18 @@ def get_strategy(name: str) -> Strategy:
 def needs_scores(strategy: str, variant: str | None = None) -> bool:
     """Whether ``strategy`` (with ``variant``) ranks frames by score, so a run must score the frames.
 
-    True for :data:`SCORE_BASED`, for a strategy made by :func:`tempcore.selection.strategy` with
-    ``needs_scores=True``, and for ``shuffled`` / ``reversed`` of such a base.
+    The one source of that fact: the ``needs_scores`` attribute :func:`tempcore.selection.strategy`
+    gives a strategy (every built-in has it), and for ``shuffled`` / ``reversed`` that of their base.
     """
     if strategy in REORDERING:
         return needs_scores((variant or "uniform").split(":")[0])
-    if strategy in SCORE_BASED:
-        return True
     return bool(getattr(STRATEGIES.get(strategy, None), "needs_scores", False))  # unknown: selection says so
+
+
+def score_based() -> frozenset[str]:
+    """Every registered strategy that ranks frames by score (:func:`needs_scores`), plug-ins included
+    (computed when called: registering a strategy never depends on this)."""
+    return frozenset(name for name in STRATEGIES if needs_scores(name))
 
 
 def _accepted(fn: Strategy) -> tuple[set[str], bool]:

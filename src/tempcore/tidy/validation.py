@@ -120,9 +120,9 @@ def validate_table(table: pa.Table, source: str = "<table>") -> pa.Table:
 def _known_strategies() -> tuple[frozenset[str], frozenset[str]]:
     """(every registered strategy, the score-based ones), without importing the selection code
     when it is not needed elsewhere (it is light: numpy only)."""
-    from tempcore.selection.registry import SCORE_BASED, STRATEGIES
+    from tempcore.selection.registry import STRATEGIES, score_based
 
-    return frozenset(STRATEGIES), frozenset(SCORE_BASED)
+    return frozenset(STRATEGIES), score_based()
 
 
 def _normalise_strategies(col: Any, source: str) -> Any:
@@ -154,8 +154,9 @@ def _normalise_strategies(col: Any, source: str) -> Any:
 
 
 def _fill_modes(mode: Any, strategy: Any, source: str) -> Any:
-    """Empty ``mode`` means ``none`` for strategies that take no text mode; a score-based strategy
-    (maxprob, minprob, aks, bolt) with an empty mode is an error (q or qa changes its frames)."""
+    """Empty ``mode`` means ``none`` for strategies that take no text mode; a strategy that ranks frames
+    by score (:func:`tempcore.selection.needs_scores`: maxprob, minprob, aks, bolt, retrieval,
+    retrieve_ground, plug-ins that say so) with an empty mode is an error (q or qa changes its frames)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
