@@ -38,8 +38,8 @@ class Layout:
         )
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -125,10 +125,10 @@ def _tarjan(edges: dict[str, set[str]]) -> list[list[str]]:
 def layout(root: Path = ROOT) -> Layout:
     """Read every module under ``root/tempcore``."""
     paths = sorted((root / PACKAGE).rglob("*.py"))
-    known = {_module_name(p) for p in paths}
+    known = {_module_name(p, root) for p in paths}
     result = Layout()
     for path in paths:
-        name = _module_name(path)
+        name = _module_name(path, root)
         text = path.read_text(encoding="utf-8")
         tree = ast.parse(text)
         result.edges[name] = _imports(tree, name, path.name == "__init__.py", known)
