@@ -4,56 +4,31 @@ Every model response goes through :func:`extract_choice` (multiple choice, inclu
 questions) or :func:`extract_interval` (temporal grounding). Neither ever guesses: when the text
 does not name exactly one valid option (or one start/end pair) the result is an explicit parse
 failure (``index is None`` / ``start is None``) with an ``error`` saying why. The TempCore paper
-counts a parse failure as a wrong answer; ExtremeWhenBench counts it as IoU 0; both report the
-failure rate separately, which is why failures are data here, not exceptions.
+counts a parse failure as a wrong answer and ExtremeWhenBench as IoU 0; both report the failure
+rate separately, which is why failures are data here, not exceptions.
 
-Choice extraction, in priority order (the first stage that decides wins; ``method`` names it)
-    1. ``bare``         the whole response is one letter, possibly wrapped: ``B``, ``(B)``, ``B.``,
-                        ``[B]``, ``**B**``, ``'b'``, ``Option B``.
-    2. ``answer_phrase`` an explicit statement: ``Answer: B``, ``The answer is B``, ``The correct
-                        answer is (B)``, ``I choose option C``, ``Therefore, D``, ``\\boxed{B}``,
-                        ``<answer>B</answer>``, ``答案：B``, or ``B is the correct answer``.
-                        **Last match wins** ("I think A... no, the answer is C" -> C), so a model that
-                        reasons and then concludes is read by its conclusion. A hedge ("the answer is
-                        A or B", "Answer: A, C") is a failure; a denied letter ("I don't think it's
-                        A", "the answer cannot be A") is no candidate here or in later stages.
-    3. ``leading_letter`` the response starts with a formatted letter: ``B. text``, ``B) text``,
-                        ``(B) text``, ``B: text``, ``B - text``, ``B`` alone on the first line (not
-                        "(B) and (C)", not "A. B. C."; a lower-case ``a)`` only when no other letter
-                        is marked, since "a) ... b) ..." is a list).
-    4. ``marker``       formatted letters anywhere: ``(C)``, ``[C]``, ``option C``, ``C)`` and
-                        ``C.`` / ``C:`` at the start of a line. Mentions that are negated ("(A) is
-                        wrong", "rather than option A") are dropped; a response that only lists the
-                        options (an echo of the prompt) decides nothing; line-by-line analyses decide
-                        by the line marked correct. Several different letters left -> failure.
-    5. ``option_text_exact`` the response (or its last line, or the text after its last answer
-                        phrase) is exactly one option's text, compared case-, space-, quote- and
-                        punctuation-insensitively.
-    6. ``plain_letter`` an unformatted capital letter standing alone ("which matches C."); the
-                        words ``A`` (article) and ``I`` (pronoun) count only when they cannot be the
-                        word ("A is correct", "..., A."); a letter followed by a lower-case word that
-                        an option letter does not take is a label ("the letter C painted on the
-                        wall"). Several different letters -> failure.
-    7. ``option_text``  exactly one option's text occurs inside the response (an option contained in
-                        a longer matching option counts as the longer one). Several -> failure.
+Choice extraction, in priority order (the first stage that decides wins; ``method`` names it;
+every stage with its examples in ``docs/design/models.md``):
 
-Fixed rules across stages
-    - A letter is never read from inside a word or abbreviation ("The correct answer is (B)" is B,
-      never T; "D.C.", "B&W", "X-ray" hold no letters), and the article "A" / pronoun "I" in running
-      text are never letters.
-    - The options' own texts are blanked out before letters are looked for (stages 2, 4, 6), so
-      "Vitamin C" or "A man walks" inside an option never reads as a letter.
-    - Letters beyond the option count are not answers: a bare or explicitly stated ``E`` with four
-      options is a failure (``error`` names it); in the weaker stages 3, 4 and 6 it is ignored.
-    - When a letter and an option text disagree ("B. <text of option C>"), the explicit letter wins.
-    - Lower-case letters count when formatted (``b)``, ``(b)``, ``answer: b``, a bare ``b``), never
-      as plain words.
-    - Normalisation first: Unicode NFKC (full-width letters, ``（Ｂ）``), curly quotes, markdown
-      emphasis and bullets, chat special tokens (``<|im_end|>``, ``</s>``, ``<end_of_utterance>``),
-      a leading ``Assistant:``. Reasoning in ``<think>...</think>`` is dropped and only the text after
-      the last ``</think>`` is read; an unclosed ``<think>`` (generation stopped mid-thought) is a
-      failure. Letter enumerations echoed from the prompt ("A, B, C, or D") are removed.
-    - Digits are not letters: "Answer: 2" matches an option whose text is "2", never option B.
+1. ``bare``: the whole response is one letter, possibly wrapped (``B``, ``(B)``, ``**B**``).
+2. ``answer_phrase``: an explicit statement (``Answer: B``, ``The answer is B``, ``\\boxed{B}``).
+   The last match wins; a hedge ("A or B") is a failure; a denied letter is never a candidate.
+3. ``leading_letter``: the response starts with a formatted letter (``B. text``, ``(B) text``).
+4. ``marker``: formatted letters anywhere (``(C)``, ``option C``); negated mentions and an echo
+   of the option list decide nothing.
+5. ``option_text_exact``: the response (or its last line) is exactly one option's text.
+6. ``plain_letter``: an unformatted capital letter standing alone ("which matches C.").
+7. ``option_text``: exactly one option's text occurs inside the response.
+
+In stages 4, 6 and 7, several different letters (or option texts) left is a failure.
+
+Fixed rules across stages: a letter is never read from inside a word or abbreviation, and the
+article "A" / pronoun "I" in running text are never letters; the options' own texts are blanked out
+before letters are looked for; a bare or stated letter beyond the option count is a failure (the
+weaker stages 3, 4 and 6 ignore it); an explicit letter beats a disagreeing option text; lower-case
+letters count only when formatted; digits are never letters. Responses are normalised first (NFKC,
+quotes, markdown, chat special tokens); only the text after the last ``</think>`` is read, and an
+unclosed ``<think>`` is a failure.
 
 Interval extraction (:func:`extract_interval`): see its docstring.
 """

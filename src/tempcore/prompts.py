@@ -6,36 +6,19 @@ A :class:`PromptTemplate` is plain text with named placeholders, filled by :func
 text is what a model sees; store it (or :func:`prompt_hash` of it) with every prediction so a
 result can always be traced to its prompt.
 
-Placeholders of multiple-choice templates
-    ``{question}``   the question text, verbatim.
-    ``{options}``    one line per option, ``"A. text"`` (the letter, a period, a space, the text).
-    ``{options_block}`` ``"Options:"`` followed by the option lines, or nothing when the options are
-                     written inside the question (TemporalBench).
-    ``{letters}``    the valid letters in words: ``"A or B"``, ``"A, B, C, or D"``.
-    ``{timestamps}`` ``"Frame timestamps (seconds): 0.5, 3, 7.25"`` when frame times are given, else
-                     nothing.
+Placeholders: ``{question}`` (verbatim); ``{options}`` (one ``"A. text"`` line per option);
+``{options_block}`` (``"Options:"`` and the option lines, or nothing when the options are written
+inside the question, as in TemporalBench); ``{letters}`` (``"A or B"``, ``"A, B, C, or D"``);
+``{timestamps}`` (``"Frame timestamps (seconds): 0.5, 3, 7.25"``, or nothing). Grounding templates
+have ``{query}``, ``{timestamps}`` and ``{duration}`` (``"The video is 3600 seconds long."`` or
+nothing). A template line made only of placeholders that render to nothing is dropped.
 
-Placeholders of grounding templates
-    ``{query}``, ``{timestamps}`` as above, and ``{duration}``: ``"The video is 3600 seconds long."``
-    when the duration is known, else nothing.
-
-A template line made only of placeholders that render to nothing is dropped, so optional parts
-(timestamps, duration, an empty options block) leave no blank lines.
-
-Named templates (``TEMPLATES``; add your own with :func:`register_template`)
-    ``default``        question, lettered options, "answer with the option's letter".
-    ``letter_only``    the same, insisting on one letter and nothing else, ending in "Answer:"
-                       (for chatty small models).
-    ``lmms_eval``      lmms-eval's common multiple-choice phrasing (its LongVideoBench, MVBench,
-                       NExT-QA tasks): question, options, then "Answer with the option's letter from
-                       the given choices directly." Use it to compare with lmms-eval numbers.
-    ``lmms_eval_videomme``  lmms-eval's Video-MME phrasing: an instruction to pick the best option
-                       and reply with its letter only, the question, the options, "The best answer is:".
-    ``text_only``      the language-prior probe (no frames, text-only LLMs; TempCore App. C.4 and
-                       TVBench's text-only ablation): says that the video is not available and asks
-                       for the most plausible option anyway, so models guess instead of refusing.
-    ``grounding``      ExtremeWhenBench-style temporal grounding: asks for the start and end time in
-                       seconds as ``start - end``.
+Named templates (``TEMPLATES``; add your own with :func:`register_template`; the full texts and why
+each exists in ``docs/design/models.md``): ``default`` (question, lettered options, "answer with the
+option's letter"), ``letter_only`` (one letter and nothing else, ending in "Answer:"), ``lmms_eval``
+and ``lmms_eval_videomme`` (lmms-eval's phrasings, to compare with lmms-eval numbers), ``text_only``
+(the language-prior probe of TempCore App. C.4: the video is not available, pick the most plausible
+option anyway) and ``grounding`` (start and end time in seconds as ``start - end``).
 
 Per-model overrides: :func:`register_model_template` maps a model name (an ``fnmatch`` pattern,
 case-insensitive) to a template name; :func:`template_for_model` resolves it (the last registered

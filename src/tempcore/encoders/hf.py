@@ -2,30 +2,18 @@
 
 A checkpoint is a hub id or a local folder laid out like one. The model loads through
 ``AutoModel.from_pretrained(..., use_safetensors=True)`` (only safetensors weights, never pickles),
-the tokenizer through ``AutoTokenizer`` and the image preprocessing through ``AutoImageProcessor``;
+the tokenizer through ``AutoTokenizer`` and the image preprocessing through ``AutoImageProcessor``
+(never one combined ``AutoProcessor``: each family has a trap there, handled here);
 ``trust_remote_code`` stays off unless the caller asks.
 
-The processor classes are deliberately *not* used as one combined ``AutoProcessor``: each family has
-a trap there, handled explicitly here.
+Per family (the reasons in ``docs/design/models.md``):
 
-- SigLIP / SigLIP2 pool the text at the last position and were trained on text padded to a fixed
-  length, so texts are padded to ``max_length`` (``padding="max_length"``); otherwise the embedding
-  of a text depends on the batch it is encoded in. The model receives exactly what the checkpoint's
-  tokenizer returns (``input_ids`` and, where it gives one, ``attention_mask``, with the padding side
-  saved in the checkpoint), as in transformers' reference usage ``model(**processor(text=...))``.
-- SigLIP2 (NaFlex): ``Siglip2Processor`` applies its own call-time defaults (``patch_size=16``,
-  ``max_num_patches=256``) over the values saved with the checkpoint's image processor. Here the
-  image processor is called directly with the saved ``patch_size`` / ``max_num_patches``, and a
-  ``patch_size`` that disagrees with the vision tower is a load error.
-- SigLIP2: ``AutoTokenizer`` resolves a ``siglip2`` (NaFlex) config to ``Siglip2Tokenizer`` (Gemma BPE
-  with lower-casing) whatever class the folder declares: this is what the official checkpoints need.
-- Lower-casing: SigLIP and SigLIP2 were trained on lower-cased text. ``SiglipTokenizer`` and
-  ``Siglip2Tokenizer`` lower-case by themselves, but the fixed-resolution SigLIP2 checkpoints (saved as
-  ``model_type: siglip`` with a plain ``GemmaTokenizer``, e.g. ``google/siglip2-so400m-patch14-384``,
-  the paper's default) do not. So for both SigLIP families every text is lower-cased (``str.lower``)
-  before tokenization; CLIP's tokenizer lower-cases by itself.
-- CLIP pools the text at the end-of-text token: the tokenizer's EOS id must be the one the config
-  pools at (checked at load time; otherwise every text would get the embedding of one position).
+- SigLIP / SigLIP2: every text is lower-cased (``str.lower``) and padded to ``max_length``, so a
+  text's embedding never depends on its batch; the model receives exactly what the tokenizer returns.
+- SigLIP2 (NaFlex): the image processor is called with the checkpoint's saved ``patch_size`` /
+  ``max_num_patches``; a ``patch_size`` that disagrees with the vision tower is a load error. Its
+  config resolves to ``Siglip2Tokenizer`` whatever class the folder declares.
+- CLIP: the tokenizer's EOS id must be the one the config pools at (checked at load time).
 
 Text limit: ``max_length`` = the text tower's ``max_position_embeddings`` (64 for SigLIP / SigLIP2,
 77 for CLIP), or the tokenizer's ``model_max_length`` when that is smaller. Longer texts are cut by
@@ -35,18 +23,11 @@ Device: ``cuda`` when available, else ``mps``, else ``cpu``. Dtype: ``bfloat16``
 that support it, else ``float16`` on CUDA / MPS, ``float32`` on CPU. Both are overridable.
 Embeddings are L2-normalised in float32 whatever the compute dtype.
 
-Loading quietly, without muting anything:
-
-- The config is read as a dict (``PretrainedConfig.get_config_dict``) and built with its family's
-  config class, then handed to the model, tokenizer and image processor (``config=``).
-  ``AutoConfig.from_pretrained`` would instead log the config's repr, which builds a throwaway
-  *default* ``SiglipTextConfig()``; transformers' class defaults there (bos 49406 / eos 49407, CLIP
-  leftovers, with vocab 32000) fail its own validation and print two "bos/eos_token_id must be
-  within the vocabulary" warnings for every SigLIP checkpoint, whatever its own ids
-  (huggingface/transformers#47612). The loaded config's own ids are still validated by transformers.
-- ``progress=False`` (``--no-progress``) turns off transformers' "Loading weights" bars for the
-  load and restores the previous setting after it; :func:`progress_bars` does the same around any
-  block (e.g. a :func:`tempcore.encoders.load_encoder` call).
+Loading is quiet without muting anything: the config is built from its dict with its family's
+config class and handed to the model, tokenizer and image processor (no spurious vocabulary
+warnings); ``progress=False`` (``--no-progress``) turns off transformers' "Loading weights" bars for
+the load, and :func:`progress_bars` does the same around any block (e.g.
+:func:`tempcore.encoders.load_encoder`).
 """
 
 from __future__ import annotations

@@ -7,35 +7,26 @@ Frame ``i`` has timestamp ``t0 + i / fps`` and stands for ``[t, t + 1/fps)``; a 
 duration is ``t0 + n_frames / fps`` unless ``durations`` are given.
 
 The paper gives "1 fps, peak β = 0.7, clip [4, 60]" and, for the hybrid, "top-K ± 1 min, NMS
-60 s". The choices it leaves open, made here (each a parameter):
+60 s". The choices it leaves open, made here (each a parameter; in full, with the reasons, in
+``docs/design/grounding.md``):
 
-* **Smoothing**: a centred moving average over ``smooth_frames`` frames (default 5, i.e. 5 s
-  at 1 fps; 1 disables it), averaging only the frames that exist (edges and NaN padding are
-  not counted as zeros), rounded to 12 decimals so that equal windows tie exactly. Peaks and
-  windows are taken on the smoothed track.
+* **Smoothing**: a centred moving average over ``smooth_frames`` frames (default 5; 1 disables
+  it) of the frames that exist; peaks and windows are taken on the smoothed track.
 * **Peak**: the frame of the highest smoothed score (the first on ties).
 * **Window**: the maximal run of consecutive frames around the peak whose smoothed score is
-  >= ``beta * peak`` (β = 0.7); it covers ``[t_first, t_last + 1/fps]``. ``floor="min"`` measures
-  β from the track's minimum instead of 0: the run keeps ``score >= m + β·(peak - m)``, ``m`` the
-  smallest smoothed score of the query. The paper's rule (``floor="zero"``, the default) assumes
-  scores near 0 away from the event; Eq. 1 scores are ``sigmoid(cos)`` >= 0.27, so with them
-  ``β·peak`` can lie below every frame's score and the window grows to the whole video (measured
-  on the synthetic world: see ``tempcore demo``'s grounding section).
-* **Clip the length to [min_len, max_len]** (4, 60 s): a shorter window grows symmetrically
-  about its centre; a longer one shrinks to ``max_len`` centred on the peak frame's centre,
-  then shifted to stay inside the grown run. The result is then shifted (never shortened)
-  to lie inside ``[t0, duration]``; a video shorter than ``min_len`` gives ``[t0, duration]``.
+  >= ``beta * peak`` (β = 0.7; ``floor="zero"``, the paper's rule, the default) or
+  >= ``m + beta * (peak - m)``, ``m`` the query's smallest smoothed score (``floor="min"``);
+  it covers ``[t_first, t_last + 1/fps]``.
+* **Clip the length to [min_len, max_len]** (4, 60 s), then shift it (never shorten it) to lie
+  inside ``[t0, duration]``; a video shorter than ``min_len`` gives ``[t0, duration]``.
 * Scores must be >= 0 (β·peak is a fraction of the peak); a negative score is an error.
-* **Top-K candidates** (:func:`candidate_windows`): greedy non-maximum suppression on the
-  smoothed track: take the highest remaining frame, suppress every frame less than
-  ``nms_s`` (60 s) from it, repeat K times. Each candidate is ``[t_peak - pad_s, t_peak +
-  pad_s]`` (± 60 s) clipped to the video, so top-3 is 6 min of context, as the paper's hybrid
-  states. Fewer than K candidates (short video) leaves NaN slots.
-* **Candidate recall@K** (:func:`candidate_recall`): a query is covered when one of its GT
-  windows is covered by one of the first K candidates; "covered" both ways: *contained*
-  (``c_start <= g_start`` and ``g_end <= c_end``) and *overlap* (an intersection of positive
-  length). Queries without a GT window are excluded.
-* **Retrieve-then-ground helpers**: :func:`merge_windows` (the union of a query's candidates)
+* **Top-K candidates** (:func:`candidate_windows`): greedy non-maximum suppression on the smoothed
+  track (``nms_s`` = 60 s); each candidate is ``[t_peak - pad_s, t_peak + pad_s]`` (± 60 s)
+  clipped to the video. Fewer than K candidates (short video) leaves NaN slots.
+* **Candidate recall@K** (:func:`candidate_recall`): a query is covered when one of its GT windows
+  is covered by one of the first K candidates, counted both ways: *contained* and *overlap* (an
+  intersection of positive length). Queries without a GT window are excluded.
+* **Retrieve-then-ground helpers**: :func:`merge_windows` (the union of a query's candidates),
   :func:`to_absolute` (times on the concatenated union back to video time) and :func:`to_shown`
   (video time onto the concatenated union).
 """

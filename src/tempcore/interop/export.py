@@ -8,56 +8,31 @@ fixes tau, lambda, the FSS text mode and the scoring) and the benchmark's sample
 benchmark a folder ``<out>/<benchmark>/`` holding:
 
 * the subset, one record per sample, in annotation order: every field of the
-  :class:`~tempcore.records.Sample` (``benchmark, sample_id, video, question, options, answer,
-  start, end, media, answer_interval, metadata``) plus ``fss``, ``lis``, ``fss_category`` (key /
-  anti_key) and ``category`` (temporally_grounded / visual_bias);
+  :class:`~tempcore.records.Sample` plus ``fss``, ``lis``, ``fss_category`` (key / anti_key) and
+  ``category`` (temporally_grounded / visual_bias), as ``jsonl`` (``tempcore_<name>.jsonl``;
+  ``Sample.from_dict`` of a record minus the four score fields gives the sample back), ``parquet``
+  (``tempcore_<name>.parquet``; ``metadata`` as JSON text) or an ``lmms-eval`` task folder;
+* ``manifest.json``: the benchmark, its annotation files and their SHA-256, the panel's models and
+  conditions, tau, lambda, FSS mode, scoring, the per-category counts of the whole benchmark, how
+  many samples were exported, the SHA-256 of the written files, the tempcore version and the time.
 
-  - ``jsonl``: ``tempcore_<name>.jsonl``; ``metadata`` is the benchmark's own object, unchanged, so
-    ``Sample.from_dict`` of a record minus the four score fields gives the sample back;
-  - ``parquet``: ``tempcore_<name>.parquet``; ``options`` a list of strings, ``answer_interval`` a
-    list of two floats, ``metadata`` JSON text (its fields differ between rows, a column cannot);
-  - ``lmms-eval``: an lmms-eval task folder (see below) whose data file is JSONL with ``metadata``
-    as JSON text for the same reason (the Hugging Face ``json`` loader infers one type per column);
+The lmms-eval task folder holds the task YAML, the data file (JSONL), ``manifest.json``, ``utils.py``
+(a copy of :mod:`tempcore.interop.lmms_task`) and ``tempcore_extractor.py`` (a copy of
+:mod:`tempcore.extractor`). Run it with ``python -m lmms_eval --tasks tempcore_<name>
+--include_path <out>/<name>`` (every exported task also carries the tag ``tempcore``). Its choices
+(explained in ``docs/design/interop.md``; checked against lmms-eval 0.7.3 by
+``tests/test_lmms_eval_interop.py``):
 
-* ``manifest.json``: the benchmark, its annotation files and their SHA-256 (the hash the loader
-  computed over the files it read), the models of the panel and the conditions the scores used,
-  tau, lambda, FSS mode, scoring, the per-category counts of the whole benchmark, how many samples
-  were exported, the SHA-256 of the written data file, the tempcore version and the creation time.
-
-The lmms-eval task folder follows lmms-eval's task conventions (a task YAML with
-``dataset_path: json`` and ``dataset_kwargs.data_files`` naming the local data file,
-``doc_to_visual`` / ``doc_to_text`` / ``doc_to_target`` / ``process_results`` as ``!function
-utils.<name>`` and aggregation functions in ``utils.py``). Run it with ``python -m lmms_eval --tasks
-tempcore_<name> --include_path <out>/<name>`` (every exported task also carries the tag
-``tempcore``). The folder holds the YAML, the data file, ``manifest.json``, ``utils.py`` (a copy of
-the package module :mod:`tempcore.interop.lmms_task`) and ``tempcore_extractor.py`` (a copy of
-:mod:`tempcore.extractor`); the manifest keeps the SHA-256 of each. Choices it makes, stated here and
-in the files (checked against lmms-eval 0.7.3 by ``tests/test_lmms_eval_interop.py``):
-
-* ``data_files`` is the data file's name, relative to the YAML: lmms-eval 0.7 resolves relative
-  ``data_files`` of the local builders against the YAML's folder, so the folder can be moved or
-  copied to another machine.
-* Videos resolve against the video root known at export time (``--video-root``, else the
-  loader's default; kept as an absolute path in the manifest); the environment variable
-  ``TEMPCORE_VIDEO_ROOT`` overrides it at run time. A sample's ``start`` / ``end`` segment is in
-  the doc, but ``doc_to_visual`` returns the whole video path, as lmms-eval's own video tasks do
-  (its models sample frames themselves).
-* The prompt is lmms-eval's common multiple-choice phrasing (question, ``A. text`` option lines,
-  "Answer with the option's letter from the given choices directly."), overridable through
-  ``lmms_eval_specific_kwargs`` as in lmms-eval's own tasks.
-* One answer parser everywhere: responses are parsed by the task's verbatim copy of tempcore's
-  extractor, whether or not tempcore is installed where lmms-eval runs; a parse failure is a wrong
-  answer, never a guess.
-* Metric items describe their sample by themselves (``benchmark``, ``sample_id``, ``video``,
-  ``options``, gold ``answer`` and ``target``, ``category``, ``response``, ``parsed``, ``score``...),
-  so ``tempcore import lmms-eval`` needs no flags for such a log. Metrics: ``tempcore_accuracy`` over
-  the subset and ``tempcore_<category>_accuracy`` over that category's documents only (so its
-  standard errors use the category's n), all as fractions 0-1 (the scale of the items' ``score``,
-  which lmms-eval's CLT / clustered standard errors use). ``cluster_key: video``: lmms-eval's
-  clustered standard error treats questions about one video as one cluster.
-
-Only multiple-choice samples can become an lmms-eval task; a grounding sample (no options) in a
-subset is an :class:`ExportError` for that format.
+* ``data_files`` is relative to the YAML, so the folder can be moved or copied to another machine.
+* Videos resolve against the video root known at export time; ``TEMPCORE_VIDEO_ROOT`` overrides it
+  at run time. ``doc_to_visual`` returns the whole video path, as lmms-eval's own video tasks do.
+* The prompt is lmms-eval's common multiple-choice phrasing, overridable through
+  ``lmms_eval_specific_kwargs``.
+* Responses are parsed by the task's copy of tempcore's extractor; a parse failure is a wrong answer.
+* Metric items describe their sample, so ``tempcore import lmms-eval`` needs no flags. Metrics:
+  ``tempcore_accuracy`` and ``tempcore_<category>_accuracy`` (that category's documents only), as
+  fractions 0-1, with ``cluster_key: video``.
+* Only multiple-choice samples can become a task: a grounding sample is an :class:`ExportError`.
 """
 
 from __future__ import annotations

@@ -3,90 +3,36 @@
 One request = one ``POST {base_url}/chat/completions`` with a single user message whose content
 is the request's images as base64 ``data:`` URLs (``image_url`` parts, in the order shown),
 followed by one text part holding the already rendered prompt (plus an optional system message
-before it). Requests run on an :class:`httpx.AsyncClient` with at most ``concurrency`` requests
-in flight; :meth:`OpenAIChatModel.answer` is synchronous and returns one response per request, in
-request order; :meth:`OpenAIChatModel.submit` sends one request and returns a future of its
-response at once (the runner streams requests through it, across samples and conditions, so
-``concurrency`` requests stay in flight: :func:`tempcore.run.answering.answer_stream`).
+before it). At most ``concurrency`` requests are in flight; :meth:`OpenAIChatModel.answer` is
+synchronous and returns one response per request, in request order; :meth:`OpenAIChatModel.submit`
+sends one request and returns a future of its response at once (the runner streams requests
+through it: :func:`tempcore.run.answering.answer_stream`).
 
-Choices this module makes (the protocol leaves them open):
+Choices this module makes (the protocol leaves them open; the reasons in ``docs/design/models.md``):
 
-* **Event loop.** The client lives on a private event loop in a background thread, started on the
-  first call and stopped by :meth:`~OpenAIChatModel.close`. ``answer`` submits the batch to that
-  loop and waits, so it works the same from the main thread, from worker threads (several
-  threads share the one concurrency limit) and from code that already runs an event loop (the
-  work runs on the private thread, the caller's thread only waits). Connections are kept alive
-  across calls. ``answer`` and ``submit`` share the ``concurrency`` slots: a request waits for a
-  free slot inside the model (first come, first served), and holds it from encoding its body to
-  its last retry. ``submit`` queues the request and wakes the loop only when no start is already
-  scheduled there, so a burst of submissions costs the loop one wake-up, not one per request
-  (each wake-up is a write to the loop's self-pipe and a turn of the loop, GIL time taken from
-  the requests in flight).
-* **Retries.** A request is tried at most ``1 + max_retries`` times. Retried: HTTP 408, 429 and
-  every 5xx status, timeouts, connection errors / resets, remote protocol errors (a connection
-  dropped mid-response) and a 2xx body that is not valid JSON (a truncated body). Not retried:
-  every other 4xx and a 2xx JSON body that is not a chat completion (a protocol mismatch that a
-  retry cannot fix). The wait before retry ``n`` (1-based) is the server's ``Retry-After`` /
-  ``retry-after-ms`` header when present (seconds or an HTTP date), capped at ``backoff_max_s``;
-  otherwise "full jitter": uniform in ``[0, min(backoff_max_s, backoff_base_s * 2 ** (n - 1))]``.
-  A request keeps its concurrency slot while it waits, so a rate-limited server sees fewer
-  requests, not more.
-* **Connection pools.** httpcore's pool re-checks every one of its connections whenever it
-  assigns a request (encode/httpx#3215), so one client with 64 connections spends ~9 ms of CPU
-  per request. The model therefore spreads ``concurrency`` over ``ceil(concurrency / 8)``
-  ``httpx.AsyncClient`` objects of at most 8 connections each; a request takes a free slot ``s``
-  and uses client ``s // 8``, so no pool ever waits (measured: ~0.9 ms CPU per request, image
-  encoding included). The shards share one TLS context (the CA bundle is loaded once, not once
-  per shard: 8 loads cost 0.2-0.4 s before a run's first request went out). httpcore also tries
-  ``import sniffio`` on every lock it sets up; without ``sniffio`` installed each try is a failed
-  import that scans ``sys.path`` (~1 ms per request), so the ``serve`` extra installs it.
-* **Timeout.** ``timeout_s`` bounds each attempt as a whole (connect + send + wait + read), not
-  only the gaps between bytes.
-* **Failures are data.** A request that fails for good returns ``ModelResponse(text=None,
-  error=..., attempts=n)``; ``answer`` never raises for one failed item. A request that cannot be
-  sent at all (more images than ``max_frames``, an image that cannot be encoded) fails with
-  ``attempts=0``. A completion whose message has no text content (``content: null``) is a failure,
-  not an empty answer.
-* **Latency.** ``latency_s`` is the wall time of the attempt that produced the response (waits
-  between retries are not model latency); for a failure it is the time from the first attempt
-  to giving up.
-* **Option log-probabilities.** With ``request_logprobs`` (default) and a request that has
-  options, the body asks for ``logprobs`` with ``top_logprobs`` alternatives of each generated
-  token. From the first generated token's top-k list, option ``i``'s log-probability is the
-  log-sum-exp over the listed tokens that *are* its letter: the token with surrounding whitespace,
-  byte-level / sentencepiece space markers (``Ġ``, ``▁``) and wrapping punctuation (leading
-  ``( [ *``, trailing ``) ] . : , *``) removed must equal the upper-case letter exactly (so ``" B"``,
-  ``"B"``, ``"(B"`` and ``"B."`` all count for B; ``"b"`` and ``"Because"`` do not). A letter absent
-  from the top-k gets ``-inf`` (its probability is below the k-th listed one and is treated as 0
-  when renormalising over the options). When no letter at all is in the top-k, or the server
-  returns no log-probabilities, ``option_logprobs`` is ``None`` (nothing is known). These are
-  log-probabilities over the whole vocabulary at the first generated position, not normalised over
-  the options (:attr:`ModelResponse.option_probs` does that). A model that opens its reply with
-  another token (``"The answer is B"``) gives no information about the options here.
-* **Option scoring.** ``method="option_scores"`` is supported only when ``request_logprobs`` is on
-  (``supports_option_scores``); it asks for one token with its top-k log-probabilities and returns
-  the letter with the highest log-probability as ``text`` (ties: the earliest option). An item
-  whose top-k holds no option letter, whose request has no options, or whose server returns no
-  log-probabilities fails with an error: chat APIs cannot score arbitrary continuations, so this
-  approximates option scoring by the first answer token and can be unavailable for an item.
-* **Timestamps** of a request are not sent (the chat protocol has no place for them); the prompt,
-  rendered by the caller, is where a model is told about time.
-* **Secrets.** The API key is read from the environment variable ``api_key_env`` at every
-  ``answer`` call, sent only as an ``Authorization: Bearer`` header, never stored on the object,
-  and removed from every error message and log line this module produces (a server may echo
-  it) by :func:`tempcore.redaction.redact_text`, together with the URL's password, its Basic
-  credential (``base64(user:password)``) and secret query values, in plain, percent-encoded and
-  base64 form. It never appears in logs, ``repr``, :meth:`~OpenAIChatModel.describe` or the run
-  store. ``base_url`` credentials and secret query values are masked in ``describe``/``repr``.
-  Do not put secrets in ``extra_body``: it is part of the manifest.
-* **User info in base_url** (``https://user:pass@host/v1``) is never left in the request URL
-  (httpx would turn it into a Basic ``Authorization`` header that replaces the Bearer one).
-  With an API key, the key is sent (``Bearer``) and the user info is not sent at all (a warning
-  says so once); without an API key (``api_key_env`` unset or empty), the user info is sent as
-  ``Authorization: Basic`` (for a proxy that asks for it).
-* **Request URL**: ``{base_url path}/chat/completions`` with ``base_url``'s query string kept
-  after the path (``https://h/v1?api-key=K`` posts to ``https://h/v1/chat/completions?api-key=K``,
-  as Azure-style APIs expect); a fragment is dropped.
+* **Event loop**: the client lives on a private event loop in a background thread, stopped by
+  :meth:`~OpenAIChatModel.close`; ``answer`` works the same from any thread and from code that runs
+  an event loop. ``answer`` and ``submit`` share the ``concurrency`` slots (first come, first served).
+* **Retries**: at most ``1 + max_retries`` tries, for HTTP 408, 429 and 5xx, timeouts, connection and
+  protocol errors and a 2xx body that is not JSON; the wait is the server's ``Retry-After`` (capped at
+  ``backoff_max_s``), else full-jitter exponential backoff from ``backoff_base_s``.
+* **Timing**: ``timeout_s`` bounds each attempt as a whole (connect + send + wait + read);
+  ``latency_s`` is the attempt that answered (for a failure: from the first attempt to giving up).
+* **Failures are data**: a request that fails for good returns ``ModelResponse(text=None,
+  error=..., attempts=n)``; ``answer`` never raises for one item. A request that cannot be sent
+  fails with ``attempts=0``; a completion with ``content: null`` is a failure, not an empty answer.
+* **Option log-probabilities** (``request_logprobs``, default): option ``i``'s is the log-sum-exp
+  over the first generated token's top-k alternatives that are its letter (``" B"``, ``"(B"``; not
+  ``"b"``), ``-inf`` when not listed; ``None`` when no letter is listed or none are returned.
+* **Option scoring** (``method="option_scores"``, only with ``request_logprobs``): the letter with
+  the highest log-probability (ties: the earliest option), or a failure when there is none.
+* **Timestamps** are not sent: the rendered prompt is where a model is told about time.
+* **Secrets**: the API key is read from ``api_key_env`` at every call, sent only as ``Authorization:
+  Bearer``, never stored, and redacted (with ``base_url``'s credentials and secret query values)
+  from errors, logs, ``repr`` and ``describe``. ``extra_body`` is in the manifest: no secrets there.
+* **Request URL**: ``{base_url path}/chat/completions``, ``base_url``'s query string kept, a fragment
+  dropped. User info in ``base_url`` is never in the URL: with an API key it is not sent (a warning
+  says so once), without one it is sent as ``Authorization: Basic``.
 """
 
 from __future__ import annotations

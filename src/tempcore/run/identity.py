@@ -2,43 +2,31 @@
 
 A prediction is *keyed* by (benchmark, sample id, model name, condition key). Its *fingerprint* is
 everything else that decided it; ``tempcore run`` reuses a stored prediction only when all of these
-match the run's:
+match the run's (why each field is in or out: ``docs/design/run.md``):
 
 ``sample_hash``  (:func:`sample_identity`)
     The sample's content: question, options in order, answer index, answer interval, segment
-    (start / end), media kind — and the identity of its video. Choice: the video's identity is its
-    *content* hash (SHA-256 of the file's bytes, of every file of a frame folder; see
-    :func:`tempcore.encoders.cache.content_hash`), memoised by the embedding cache against path,
-    size, mtime and inode so that a video is read once per change, not once per run. A content
-    hash (not path + mtime) means a benchmark copied to another machine or folder keeps its
-    fingerprints (shards merged with ``tempcore import table`` compare equal), and a video rewritten
-    in place changes them. A missing video has the identity ``"missing"``; when it appears, the
-    sample's stored no-frame rows count as changed too (conservative: one rule for every row).
-    The sample id is part of the key, not of the fingerprint; the benchmark's free ``metadata``
-    (task type, duration group) is not included: it does not reach the model.
+    (start / end), media kind, and its video's *content* hash (SHA-256 of the file's bytes, of every
+    file of a frame folder: :func:`tempcore.encoders.cache.content_hash`), so a benchmark copied
+    elsewhere keeps its fingerprints and a video rewritten in place changes them. A missing video
+    has the identity ``"missing"`` (when it appears, the sample's no-frame rows change too). Not
+    included: the sample id (it is in the key) and ``metadata``.
 ``model_fingerprint``  (:func:`model_identity`)
-    The model entry: backend, model id, revision, dtype, trust_remote_code, max_new_tokens,
-    image settings (max_image_side, image_size, max_frames), generation_kwargs, processor_kwargs,
-    system_prompt, score_option_text, backend ``extra``, the answer method, the prompt template
-    actually rendered (its name, text and option format; the run's ``prompt`` overrides the
-    model's), the chat template when it is known without loading the model (a local folder's
-    ``chat_template.jinja`` / ``chat_template.json`` / ``tokenizer_config.json``; a hub id's chat
-    template is covered by its ``revision``), and the run's grey-image side of no-frame
-    requests (``noframe_size``). Left out, as they do not change an answer: the display name (it
-    is the key), the preset name (its values are expanded into the fields above), device,
-    batch_size, concurrency, timeout_s, max_retries, api_key_env; and ``base_url``: the server is
-    where the model is, the model id and revision say what it is (a different quantisation
-    behind another URL must get another ``name`` or ``revision``). Secrets never enter the data.
+    What of the model entry can change an answer: the fields of :data:`MODEL_FIELDS` (backend,
+    model id, revision, dtype, generation and image settings, system prompt...), the answer method,
+    the prompt template actually rendered, the chat template when known without loading the model
+    and the run's no-frame image size.
+    Left out: display name, preset name, device, batching, concurrency, timeouts, retries,
+    ``api_key_env`` and ``base_url`` (another server with another model needs another ``name`` or
+    ``revision``). Secrets never enter the data.
 ``encoder_fingerprint``
-    For score-based strategies (maxprob, minprob, aks, bolt and their shuffled / reversed variants)
-    the encoder's own ``fingerprint`` (weights, image preprocessing, dtype), ``None`` otherwise. The
-    condition key carries the encoder's *name* only (``encoder=...``), which stays the same when a
-    local folder's weights are replaced; the fingerprint does not.
+    For score-based strategies (maxprob, minprob, aks, bolt and their variants) the encoder's own
+    ``fingerprint`` (weights, image preprocessing, dtype), ``None`` otherwise.
 
 The condition key itself (strategy, mode, K, window, fps, seed, rotation, variant) is part of the key.
-A condition's ``params`` (the oracle's ``stride`` / ``max_windows``, a plug-in's own) are in neither:
-they decide the frames shown, so the run also compares each stored row's ``frames`` (and a grounding
-row's ``prompt_hash``) with what its planned work item shows (:func:`tempcore.run.resume._check_identity`).
+A condition's ``params`` are in neither: the run compares each stored row's ``frames`` (and a
+grounding row's ``prompt_hash``) with what its planned work item shows
+(:func:`tempcore.run.resume._check_identity`).
 
 Fingerprints are 32 hex digits of the SHA-256 of the canonical JSON of the data (sorted keys). The
 data behind each fingerprint is kept in the store's ``fingerprints`` table so that a rerun can say

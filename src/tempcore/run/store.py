@@ -16,42 +16,24 @@ Layout (schema version 3; the prediction columns come from :data:`tempcore.tidy.
 
 A prediction is keyed by ``(benchmark, sample_id, model, condition key)`` — the key of
 :class:`tempcore.records.Prediction`. ``frames`` is the JSON of the :class:`FrameSet` (indices,
-timestamps, requested, grey) and ``option_probs`` a JSON list; both are ``NULL`` when absent.
+timestamps, requested, grey) and ``option_probs`` a JSON list; both are ``NULL`` when absent. For a
+grounding row, ``answer`` / ``target`` are NULL and ``correct`` means ``iou >= 0.5``
+(:data:`tempcore.records.GROUNDING_CORRECT_IOU`); a parse failure keeps ``pred_start``, ``pred_end``
+and ``iou`` NULL, with ``parse_error`` set and ``correct`` = 0.
 
-Schema versions: v1 had no identity columns; v2 had no grounding columns (``pred_start``,
-``pred_end``, ``iou``: the answer of a grounding sample, see :class:`tempcore.records.Prediction`).
-Opening an older store migrates it in place, one version at a time in one transaction, every row
-kept: v1 -> v2 leaves fingerprints empty (unknown: such rows are never reused silently, see
-:mod:`tempcore.run.identity`); v2 -> v3 leaves the grounding columns NULL (every v2 row is a
-multiple-choice answer or a parse failure). A store from a newer tempcore is refused with a message.
+An older store is migrated in place when opened, every row kept (rows without fingerprints are never
+reused silently: :mod:`tempcore.run.identity`); a store from a newer tempcore is refused.
 
-For a grounding row, ``answer`` / ``target`` are NULL and ``correct`` (INTEGER NOT NULL 0/1) means
-``iou >= 0.5`` (:data:`tempcore.records.GROUNDING_CORRECT_IOU`); a parse failure keeps the three
-grounding columns NULL with ``parse_error`` set and ``correct`` = 0.
+Durability and concurrency (the choices the design leaves open; the reasons in ``docs/design/run.md``):
 
-Durability and concurrency (the choices the design leaves open):
-
-* **WAL journal, ``synchronous=FULL`` by default.** Every :meth:`RunStore.put` is one
-  ``BEGIN IMMEDIATE ... COMMIT`` transaction. In WAL mode a transaction is committed when its
-  commit frame is appended to the ``-wal`` file; a process killed with SIGKILL at any moment
-  therefore loses at most the transaction in flight, and SQLite's recovery never shows a partial
-  one. That holds for ``synchronous=NORMAL`` too (the WAL sits in the OS page cache, which
-  survives the death of the process); ``NORMAL`` only loses the most recent commits on a power
-  loss or kernel crash. ``FULL`` adds an fsync per commit so that a committed batch also survives
-  power loss — measured at ~0.2 ms per commit on a local disk, nothing next to a batch of model
-  calls — so it is the default; pass ``synchronous="NORMAL"`` to trade that for speed.
-* **Several processes may write one store** (e.g. one per GPU): write transactions start with
-  ``BEGIN IMMEDIATE`` (take the write lock before reading, so two writers never deadlock on a lock
-  upgrade) and wait up to ``busy_timeout_s`` for each other. WAL needs shared memory between the
-  processes, so the store must live on a local file system of the machine(s) that write it
-  (not NFS); runs spread over several machines should send their predictions to one writer.
-* **First write wins.** :meth:`RunStore.put` uses ``INSERT OR IGNORE``: storing a key that is already
-  stored changes nothing (no duplicate, no silent replacement of an answer a report may already
-  cite). ``overwrite=True`` replaces stored rows on purpose (a deliberate rerun).
-* **A failure is never a prediction.** Failed calls go to ``failures``; storing a prediction for a
-  key deletes its failure in the same transaction, and a failure for a key that already has a
-  prediction is not recorded. Resume asks only for stored *predictions*, so failed keys are retried.
-* **No secrets.** Manifests pass through :func:`redact_secrets` before they are written.
+* **WAL journal, ``synchronous=FULL`` by default**: every :meth:`RunStore.put` is one transaction; a
+  killed process loses at most the one in flight, a power loss none that committed.
+  ``synchronous="NORMAL"`` trades the power-loss guarantee for speed.
+* **Several processes may write one store** (e.g. one per GPU), on a local file system (not NFS).
+* **First write wins**: storing a stored key changes nothing; ``overwrite=True`` replaces on purpose.
+* **A failure is never a prediction**: failed calls go to ``failures``; a prediction for a key
+  deletes its failure, so resume (which asks only for predictions) retries failed keys.
+* **No secrets**: manifests pass through :func:`redact_secrets` before they are written.
 """
 
 from __future__ import annotations

@@ -2,75 +2,37 @@
 
 Every family asks about one element of a :class:`~tempcore.world.scene.Scene` and has four options,
 one correct. The correct option's position is chosen by the generator (balanced per family); the
-other options fill the remaining positions in a seeded random order. Why each planted category
-holds, in the terms of the paper's taxonomy (§7.1: Trivial if LIS <= lambda, else by FSS, with
-FSS = acc(MaxProb frames) - acc(MinProb frames) in QA-mode):
+other options fill the remaining positions in a seeded random order. Categories are the paper's
+taxonomy (§7.1: Trivial if LIS <= lambda, else by FSS, with FSS = acc(MaxProb frames) -
+acc(MinProb frames) in QA-mode). Why each planted category holds is argued in full in
+``docs/design/world.md``; in short:
 
 ``anchor_colour`` -> frame_agnostic
-    "What colour is the square?" The square is visible in every frame with one colour, so *any*
-    frame set answers it: MaxProb and MinProb frames alike (FSS ~ 0). Its three distractors are
-    colours that appear nowhere in the video, and the four options are drawn from the same colour
-    pool for every question, so the text alone says nothing (no-frame accuracy ~ 1/4, LIS ~ 3/4).
-
+    "What colour is the square?" The square has one colour in every frame, so any frame set answers
+    (FSS ~ 0); the distractors are colours absent from the video (no-frame accuracy ~ 1/4).
 ``circle_stayed`` -> frame_agnostic
-    "What happened to the yellow circle?", answer "it stayed the same throughout": the circle is
-    in every frame unchanged, so every frame set shows the same thing (FSS ~ 0). It shares its
-    question text and options with the two visual-bias families below, so the text prior over the
-    three answers that occur is uniform (no-frame accuracy ~ 1/3).
-
+    "What happened to the yellow circle?" -> "it stayed the same throughout": every frame shows it
+    (FSS ~ 0); same question and options as the two visual-bias families (no-frame accuracy ~ 1/3).
 ``brief_colour`` -> temporally_grounded
-    "What colour was the triangle that appeared briefly?" The triangle is visible only inside a
-    1-3 s window at a random time (``window``). No object visible at any time of the video has a
-    colour among the options except the triangle itself (so no always-present object's attribute
-    appears among them). QA-mode text ("... triangle ... red") matches exactly the frames that show
-    the red triangle: MaxProb frames show it and answer the question; MinProb frames come from
-    seconds without it and show only colours that are not options, leaving chance (FSS ~ 3/4).
-    The video keeps at least ``k_max`` whole seconds outside the window, so K <= k_max MinProb
-    frames never need to enter it.
-
+    "What colour was the triangle that appeared briefly?" It is visible only in a 1-3 s ``window``;
+    MaxProb frames show it, MinProb frames only show colours that are not options (FSS ~ 3/4).
 ``circle_left`` / ``circle_recoloured`` -> visual_bias
-    "What happened to the yellow circle?", answers "it left for a while" / "it changed colour for a
-    while": the circle is absent (or another colour) inside a 1-3 s window. The QA-mode text names
-    the *yellow circle*, so the frames most similar to it are exactly those that show the yellow
-    circle unchanged, i.e. the frames that hide the event: MaxProb frames look like
-    ``circle_stayed`` and mislead a model into "it stayed the same throughout". MinProb frames are
-    the least yellow-circle-like seconds, i.e. the window where it is gone or recoloured, next to
-    ordinary seconds: they show the change (FSS ~ -1). The video keeps at least ``k_max`` whole
-    seconds outside the window, so K <= k_max MaxProb frames never need to enter it.
-
+    "What happened to the yellow circle?" -> "it left for a while" / "it changed colour for a
+    while": MaxProb frames show the unchanged circle and mislead; MinProb frames show the change
+    (FSS ~ -1).
 ``appear_order`` -> temporally_grounded, and *order-sensitive* (:data:`ORDER_SENSITIVE_FAMILIES`)
-    "In which order did the shapes appear?" A triangle and a diamond are each visible only inside a
-    window of their own (each 25-30% of the video, >= 1 s apart, one after the other; which comes
-    first is planned by the generator: the triangle in half of a world's order questions, the
-    diamond in the other half, +-1, so no prior on shapes helps). The options are orders of two objects: the true one ("the red triangle, then
-    the blue diamond"), the same two reversed, and both orders of a triangle and a diamond of colours
-    absent from the video, so the text alone is at chance (1/4: every option names a triangle and a
-    diamond, two in each order) and the question names no object. Evidence lies in *two* windows
-    and in their *order*: a model that sees frames of both windows but not their order (mean / max
-    pooling, attention without positions) can only narrow the answer to the two orders of the
-    objects shown (1/2); in order, frames of both windows answer it; the same frames reversed give
-    the reversed order, shuffled either one. QA-mode text names both objects, so MaxProb frames come
-    from their windows and MinProb frames from the seconds least like either (neither object:
-    chance): planted temporally grounded. Not guaranteed by construction, unlike the 1-3 s families:
-    MaxProb frames ranked by similarity may all come from one of the two windows (with the shipped
-    encoder: both windows for 4 of 10 questions, one for 6; on the demo's world, before the first
-    object was balanced, FSS put 13 of the 25 order questions in temporally grounded, 12 in
-    frame-agnostic). What is planted for sure is the
-    order sensitivity (:data:`ORDER_SENSITIVE_FAMILIES`). Each window is long
-    enough that ``uniform`` K = 8 frames put at least two frames in each (a window of a quarter of
-    the video holds two of eight evenly spaced frames), so the order ablations of ``tempcore audit
-    ablations`` (``shuffled`` / ``reversed`` of ``uniform``) see both. The windows are longer than
-    the 1-3 s of the other events, so MinProb / MaxProb with K = k_max may have to enter them (the
-    ``k_max`` guarantee of the other windowed families is not claimed here). :func:`seen_first`
-    gives the answer a sequence of shown frame times implies (the planted truth of any reordering).
-
+    "In which order did the shapes appear?" A triangle and a diamond, each in a window of its own
+    (25-30% of the video, one after the other); the options are the two orders of the objects shown
+    and of two absent ones. Only the order sensitivity is planted for sure; the FSS category is not
+    guaranteed (MaxProb frames may all come from one window). :func:`seen_first` gives the answer a
+    sequence of shown frame times implies (the planted truth of any reordering).
 ``shape_sides`` -> trivial (world knowledge)
-    "How many sides does a triangle have?" (three / four / five / six, for triangle, square,
-    pentagon, hexagon). The video is irrelevant; a text-only model answers it (LIS ~ 0).
-
+    "How many sides does a triangle have?" The video is irrelevant (LIS ~ 0).
 ``anchor_colour_obvious`` -> trivial (one plausible option)
-    "What colour is the square?" with the square's colour and three options that are not colours
-    ("three", "yesterday", ...): the text alone picks the only colour (LIS ~ 0), and it is right.
+    "What colour is the square?" with one colour among options that are not colours (LIS ~ 0).
+
+For the windowed 1-3 s families the video keeps at least ``k_max`` whole seconds outside the window,
+so K <= k_max MaxProb / MinProb frames never need to enter it.
 """
 
 from __future__ import annotations

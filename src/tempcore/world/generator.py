@@ -6,36 +6,21 @@
 (``docs/benchmark-format.md``) and ``world.json`` (the configuration and every scene, so that
 :func:`load_world` can render any frame again without decoding).
 
-How a world is built (every random draw comes from a generator seeded by ``(seed, purpose, index)``,
-so the same seed gives the same world, byte for byte, on any machine):
+Every random draw comes from a generator seeded by ``(seed, purpose, index)``, so the same seed gives
+the same world, byte for byte, on any machine. The steps (each in full in ``docs/design/world.md``):
 
-1. **Question counts.** ``n_questions`` is split over the families of
-   :mod:`tempcore.world.families` in proportion to ``weights`` (largest remainder). The default mix
-   plants a quarter of the questions in each category: trivial, frame-agnostic, temporally
-   grounded (three ``brief_colour`` to one ``appear_order``, the order-sensitive family), visual bias.
-2. **Videos.** Each family uses one *slot* of a scene (the square, the circle, the brief triangle,
-   or none: text-only). A video hosts at most one question per slot, so the number of videos is the
-   largest slot count; the jobs of each slot are shuffled and dealt to videos 0, 1, 2, ... The
-   ``appear_order`` questions (slot ``pair``: the triangle's and the diamond's quadrants) go to the
-   videos after those of the brief questions, so no video has both (more videos only if needed).
-3. **Scenes.** A scene has a square (always visible, constant), a circle (constant, or absent /
-   recoloured for a 1-3 s window, as its circle question needs; random when it has none), a
-   triangle visible only for a 1-3 s window (when a ``brief_colour`` question needs it, else with
-   probability 0.3 as a distractor) and, with probability 0.5, a diamond (always visible); the scene
-   of an ``appear_order`` question has instead a triangle and a diamond each visible in one window of
-   25-30% of the video, one after the other (>= 1 s apart; these may overlap the circle's window);
-   which of the two shows first is planned, not drawn: the triangle for half of the order questions
-   and the diamond for the other half (+-1; the triangle has the odd one), in a seeded order, so an
-   order-blind prior on shapes gains nothing (TVBench's warning). All
-   colours in a scene are distinct. Windows lie on the frame grid, at least 1 s from either end and
-   1 s from each other. A video with an event lasts at least ``k_max + 6`` seconds, so at least
-   ``k_max`` whole seconds lie outside any window (a window of up to 3 s touches at most 4 seconds):
-   MaxProb / MinProb with K <= ``k_max`` frames from distinct seconds never *have* to enter (or
-   leave) a window. Other videos last ``duration[0]`` .. ``duration[1]`` seconds (whole seconds).
-4. **Answers.** The correct option's position is balanced per family: positions 0..3 repeated and
-   shuffled, so each position is correct for ``count / 4`` questions of every family (+-1). The
-   order questions' first object (step 3) is balanced the same way, from the plan's RNG *after* the
-   positions, so nothing else of the plan (other scenes, questions, positions) depends on it.
+1. **Question counts**: ``n_questions`` split over the families of :mod:`tempcore.world.families` in
+   proportion to ``weights`` (largest remainder); the default mix plants a quarter of the questions
+   in each category.
+2. **Videos**: a video hosts at most one question per scene slot (square, circle, brief triangle,
+   shape pair); ``appear_order`` videos never also host a ``brief_colour`` question.
+3. **Scenes**: all colours in a scene are distinct; event windows lie on the frame grid, at least
+   1 s from either end and from each other. A video with an event lasts at least ``k_max + 6``
+   seconds, so at least ``k_max`` whole seconds lie outside any 1-3 s window: MaxProb / MinProb with
+   K <= ``k_max`` frames from distinct seconds never *have* to enter (or leave) one. Other videos
+   last ``duration[0]`` .. ``duration[1]`` whole seconds.
+4. **Answers**: the correct option's position is balanced per family (each position correct for
+   ``count / 4`` questions, +-1), as is which object of an order question shows first.
 
 Annotation rows (one per question, JSONL, keys in this order): ``id`` (``{video_id}-{family}``),
 ``video`` (``videos/{video_id}.mp4``), ``question``, ``options`` (4 texts), ``answer`` (0-based JSON

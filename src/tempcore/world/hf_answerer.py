@@ -8,34 +8,21 @@ frame as an image of one user turn followed by the prompt text, and generates th
 followed by the option's text (``" B. red"``, then ``<end_of_utterance>``); option scores come from
 the adapter's letter scoring (the first generated position restricted to the letter tokens).
 
-Architecture (``Idefics3ForConditionalGeneration``, 0.57 M parameters):
-
-- vision: SigLIP-style ViT over 48 x 48 frames (the world's size; others are resized by the
-  processor), patch 8 (6 x 6 patches), hidden 64, 2 layers; the connector's pixel shuffle with
-  ``scale_factor=3`` merges 3 x 3 patches, so every frame becomes 4 image tokens, one per quadrant;
-- text: Llama, hidden 96, 4 layers, 4 heads (2 key-value heads); byte-level BPE tokenizer trained
-  on the world's question, option, caption and prompt text, checked so that every letter after a
-  space is one token (the token the adapter scores);
-- processor: ``Idefics3Processor`` with ``image_seq_len=4``, no image splitting; SmolVLM's chat
-  template shape (``User:<image>...<end_of_utterance>\nAssistant:``).
+Architecture: ``Idefics3ForConditionalGeneration`` (0.57 M parameters), a SigLIP-style ViT over
+48 x 48 frames whose pixel shuffle turns every frame into 4 image tokens (one per quadrant), a small
+Llama text model with a byte-level BPE tokenizer trained on the world's text (every letter after a
+space is one token), ``Idefics3Processor`` with ``image_seq_len=4`` and SmolVLM's chat template.
 
 Training (:func:`train_hf_answerer`) follows the usual VLM recipe on the same data as the other zoo
-members (:class:`tempcore.world.answerers.ExampleSampler`: the training world of
-``TRAIN_SEED_BASE + seed``, the same mix of frame picks, grey frames and codec-like degradation):
-captioning single frames first (alignment), then letter answers to the text-answerable questions,
-then every family, cycling captioning, open answers (the option's text) and letter answers. Chat
-text is rendered exactly as the adapter renders it; the loss is on the answer tokens only. Letter
-batches show each question in all rotations of its options, so that the letter can only come from
-the content (without this the model sits on the letter prior for thousands of steps). K is drawn
-from ``(1, 4, 8, 8)`` per batch. AdamW, cosine decay after a 5% warm-up.
+members (:class:`tempcore.world.answerers.ExampleSampler`): captioning single frames first, then
+letter answers to the text-answerable questions, then every family; the loss is on the answer
+tokens only. Sizes and the recipe in full are in ``docs/design/world.md``.
 
-What the shipped weights learned (12,000 steps from seed 0, about 20-30 minutes on two CPU cores): the
-answer format, the letter binding (with the text answerable questions right, in every option order) and
-the captions (frame -> "a red square, ...", near zero loss); it did *not* learn to answer the visual
-questions with a letter within that budget: on held-out worlds it is at chance on them with any frames
-(about 0.25 probability on the correct option; 1/3 on the circle questions), like the text-only member.
-In the panel it therefore behaves as a second text-prior model that happens to be a real generative
-VLM loaded through the ``hf`` adapter.
+What the shipped weights learned: the answer format, the letter binding (the text-answerable
+questions right, in every option order) and the captions; *not* to answer the visual questions with a
+letter: on held-out worlds it is at chance on them with any frames, like the text-only member. In the
+panel it therefore behaves as a second text-prior model that happens to be a real generative VLM
+loaded through the ``hf`` adapter.
 
 This module imports torch and transformers when its functions run; nothing imports it at
 ``import tempcore`` time.
