@@ -204,7 +204,8 @@ def run(
     recompute: bool = False,
     executor: Executor | None = None,
 ) -> RunSummary:
-    """Plan and (unless ``dry_run``) execute ``cfg``; returns the summary. See the module docstring.
+    """Plan and (unless ``dry_run``) execute ``cfg``; returns the summary. The choices (grey images, timestamps,
+    ``n_frames``, damaged videos, the summary's counts) are in ``docs/design/run.md``.
 
     ``model_factory`` (default :func:`tempcore.models.load_model`) and ``encoder`` (default
     :func:`tempcore.encoders.load_encoder` of ``cfg.encoder``) let a caller pass loaded objects.

@@ -113,7 +113,8 @@ def pick_indices(
 ) -> list[int] | None:
     """Frame indices (sorted) of a pick of ``k`` frames of ``scene`` (``None`` for ``grey``).
 
-    ``window`` is the question's evidence window (or None); see the module docstring for the picks.
+    ``window`` is the question's evidence window (or None); the picks are listed in
+    ``docs/design/world.md``.
     Fewer than ``k`` indices come back only when the video has fewer than ``k`` frames.
     """
     n = scene.n_frames
