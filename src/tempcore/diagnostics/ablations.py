@@ -57,14 +57,15 @@ import numpy as np
 
 from tempcore.diagnostics.core import fss_categories
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, wilson_interval
-from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
+from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions, builtin_strategy_name
+from tempcore.records import BUILT_IN_STRATEGIES
 
 ABLATIONS = ("textonly", "noframe", "single", "shuffled", "reversed")
 """The ablation conditions of TVBench (plus the grey-frame ``noframe``), after the video condition."""
 REORDERINGS = ("shuffled", "reversed")
-_BUILT_IN_CONDITIONS = frozenset({"uniform", "maxprob", "minprob", *ABLATIONS})
-"""Built-in strategies (registered under exactly these names, so ``canonical_strategy`` returns them
-unchanged; ``tests/test_ablations.py`` checks it): a table using only these needs no registry load."""
+_BUILT_IN_CONDITIONS = BUILT_IN_STRATEGIES
+"""Built-in strategies (registered under exactly these names, so every strategy-name rule returns
+them unchanged; ``tests/test_ablations.py`` checks it): a table using only these needs no count."""
 _AMBIGUOUS = ("k", "mode", "encoder", "fps", "seed", "variant")
 _TS = ("temporally_grounded", "visual_bias")
 
@@ -273,15 +274,7 @@ def _strategies_canonical(table: Any) -> bool:
         entries = chunk.dictionary.to_pylist()
         used.update(entries[i] for i in np.flatnonzero(seen).tolist())
     names = {str(v) for v in used if v is not None} - _BUILT_IN_CONDITIONS
-    if not names:
-        return True  # registered spellings of built-in strategies: canonical, no registry to load
-    from tempcore.selection import SelectionError
-    from tempcore.selection.registry import canonical_strategy
-
-    try:
-        return all(canonical_strategy(v) == v for v in names)
-    except SelectionError:
-        return False
+    return all(builtin_strategy_name(v) == v for v in names)
 
 
 def prepare(

@@ -252,7 +252,7 @@ def early_stopped_oracle_rows(table: Any, mask: np.ndarray | None = None) -> int
     import pyarrow as pa
 
     from tempcore.diagnostics.table import _equal
-    from tempcore.run.config import EARLY_STOP_VARIANT
+    from tempcore.records import EARLY_STOP_VARIANT
 
     enc = _encode(table)
     if "variant" not in enc.table.column_names or pa.types.is_null(enc.table.column("variant").type):

@@ -8,11 +8,13 @@ vectorised (pyarrow compute + numpy) so millions of rows take seconds.
 This is also the one place where a table is checked against what a score asks of it, for
 ``diagnose``, ``accuracy``, ``report`` and ``export tempcore`` alike (the CLI adds nothing):
 
-* :func:`prepare_table` canonicalises strategy names with
-  :func:`tempcore.selection.registry.canonical_strategy` (the rule the table importer uses too): a
-  value equal to a known strategy up to case (``MaxProb``) becomes the registered name
-  (``maxprob``); a near miss (``maxprb``) is an error that suggests it; any other value (a custom
-  condition of a table made elsewhere) is kept as it is.
+* :func:`prepare_table` canonicalises strategy names with the rule its caller gives (``canonical``):
+  by default :func:`builtin_strategy_name`, a value equal to a built-in strategy up to case and
+  surrounding blanks (``MaxProb``) becomes its name (``maxprob``) and any other value is kept. A
+  table read from a file (:mod:`tempcore.tidy`) has already been through the full rule,
+  ``tempcore.selection.registry.canonical_strategy``, which also knows a user's strategies and
+  rejects a near miss (``maxprb``) with a suggestion; pass it as ``canonical`` to apply it to a
+  table made in memory (the diagnostics import nothing of :mod:`tempcore.selection`).
 * :func:`explain_empty` says why a condition's filters selected no row, naming what the table
   holds ("maxprob (qa-mode): the table has k 8; --k asked for 32"); :class:`TableError` carries it.
 * :func:`check_scoring` rejects ``circular`` on rows without several option rotations and
@@ -24,13 +26,14 @@ This is also the one place where a table is checked against what a score asks of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from tempcore.errors import TempcoreError
+from tempcore.records import BUILT_IN_STRATEGIES
 
 REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct")
 SCORINGS = ("hard", "soft", "circular")
@@ -96,24 +99,32 @@ def _listing(values: Sequence[Any], limit: int = 8) -> str:
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "") if values else "none"
 
 
-def prepare_table(table: Any) -> Any:
-    """The table with strategy names canonicalised (see the module doc); raises TableError on a
-    near-miss such as ``maxprb``. Returns the table unchanged when every name is canonical."""
+def builtin_strategy_name(name: str) -> str:
+    """The default strategy-name rule of :func:`prepare_table`: ``name`` equal to one of
+    :data:`tempcore.records.BUILT_IN_STRATEGIES` up to case and surrounding blanks becomes that
+    name (``" MaxProb"`` -> ``maxprob``); any other name is returned as given."""
+    if name in BUILT_IN_STRATEGIES:
+        return name
+    lowered = name.strip().lower()
+    return lowered if lowered in BUILT_IN_STRATEGIES else name
+
+
+def prepare_table(table: Any, canonical: Callable[[str], str] = builtin_strategy_name) -> Any:
+    """The table with strategy names canonicalised by ``canonical`` (see the module doc); an error
+    it raises (``canonical_strategy`` on a near miss such as ``maxprb``) becomes a TableError.
+    Returns the table unchanged when every name is canonical."""
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if "strategy" not in table.column_names:
         return table
-    from tempcore.selection import SelectionError
-    from tempcore.selection.registry import canonical_strategy
-
     mapping: dict[str, str] = {}
     for value in _distinct(table.column("strategy")):
         text = str(value)
         try:
-            name = canonical_strategy(text)
-        except SelectionError as exc:
+            name = canonical(text)
+        except TempcoreError as exc:
             raise TableError(f"the predictions' strategy column: {exc}") from exc
         if name != text:
             mapping[text] = name
