@@ -56,6 +56,17 @@ from typing import Any
 import numpy as np
 
 from tempcore.diagnostics.core import fss_categories
+from tempcore.diagnostics.kernel import (
+    chunk_views,
+    dictionary_codes,
+    identifier_codes,
+    in_dictionary,
+    integers,
+    is_constant,
+    null_mask,
+    unify_dictionaries,
+)
+from tempcore.diagnostics.kernel import cpu_count as _cpu_count
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, wilson_interval
 from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions, builtin_strategy_name
 from tempcore.records import BUILT_IN_STRATEGIES
@@ -75,39 +86,6 @@ def _num(x: Any) -> float | None:
         return None
     x = float(x)
     return None if math.isnan(x) else x
-
-
-def _column_codes(table: Any, name: str) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary codes per row (nulls encoded as a value of their own) and the distinct values."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    col = table.column(name)
-    if isinstance(col, pa.ChunkedArray) and col.num_chunks and pa.types.is_dictionary(col.type) and \
-            all(c.dictionary.equals(col.chunk(0).dictionary) for c in col.chunks[1:]):
-        # chunks sharing one dictionary (a Parquet file's): their indices copied into one array
-        values = col.chunk(0).dictionary.to_pylist()
-        out = np.empty(len(col), dtype=np.int32)
-        at = 0
-        for c in col.chunks:
-            idx = c.indices
-            out[at:at + len(c)] = (pc.fill_null(idx, len(values)) if idx.null_count else idx).to_numpy(
-                zero_copy_only=False)
-            at += len(c)
-        return out, values + [None] if col.null_count else values
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
-    if pa.types.is_dictionary(col.type):
-        values = col.dictionary.to_pylist()
-        idx = col.indices
-        codes = pc.fill_null(idx, len(values)).to_numpy(zero_copy_only=False)  # int32 kept: no 5M-row copy
-        if idx.null_count:
-            values = values + [None]
-        return codes, values
-    if pa.types.is_null(col.type):
-        return np.zeros(len(col), dtype=np.int64), [None]
-    enc = pc.dictionary_encode(col, null_encoding="encode")
-    return enc.indices.to_numpy(zero_copy_only=False), enc.dictionary.to_pylist()
 
 
 @dataclass
@@ -138,21 +116,21 @@ def encode(table: Any) -> EncodedPredictions:
     models in the same order and the same codes) with the per-row codes kept narrow (int32 when every
     (sample, model) cell fits) and the per-sample lists taken without a Python loop over the rows:
     fewer bytes written per row, which is most of the time on millions of rows."""
-    from tempcore.diagnostics.table import REQUIRED_COLUMNS, _raw_codes, _unify_dictionaries, prepare_table
+    from tempcore.diagnostics.table import REQUIRED_COLUMNS, prepare_table
 
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-    table = _unify_dictionaries(table)
+    table = unify_dictionaries(table)
     if not _strategies_canonical(table):
         table = prepare_table(table)  # renames the strategies, or raises on a near miss
-    model_codes, models = _identifier_codes(table.column("model"), _raw_codes)
+    model_codes, models = identifier_codes(table.column("model"))
     fast = _pairs_by_chunk(table, len(models))
     if fast is not None:
         sample_code, sample_benchmark, sample_ids = fast
         return EncodedPredictions(table, sample_code, model_codes, sample_benchmark, sample_ids, models)
-    bench_codes, benches = _identifier_codes(table.column("benchmark"), _raw_codes)
-    id_codes, ids = _identifier_codes(table.column("sample_id"), _raw_codes)
+    bench_codes, benches = identifier_codes(table.column("benchmark"))
+    id_codes, ids = identifier_codes(table.column("sample_id"))
     width = max(len(ids), 1)
     n_pairs = max(len(benches), 1) * width
     wide = np.int32 if n_pairs * max(len(models), 1) < 2**31 else np.int64
@@ -179,8 +157,8 @@ def _pairs_by_chunk(table: Any, n_models: int) -> tuple[np.ndarray, list[str], l
     have no nulls (a Parquet file's): the (benchmark, sample_id) pairs present are marked in a
     bitmap and numbered in order, as ``encode`` does, without column-sized code arrays. ``None``
     otherwise."""
-    bench_views = _chunk_views(table.column("benchmark"))
-    id_views = _chunk_views(table.column("sample_id"))
+    bench_views = chunk_views(table.column("benchmark"))
+    id_views = chunk_views(table.column("sample_id"))
     if bench_views is None or id_views is None or not table.num_rows or \
             [(a, b) for a, b, _ in bench_views] != [(a, b) for a, b, _ in id_views]:
         return None
@@ -200,51 +178,6 @@ def _pairs_by_chunk(table: Any, n_models: int) -> tuple[np.ndarray, list[str], l
     sample_benchmark = np.asarray(benches, dtype=object)[uniq // width].tolist()
     sample_ids = np.asarray(ids, dtype=object)[uniq % width].tolist()
     return sample_code, sample_benchmark, sample_ids
-
-
-def _chunk_views(column: Any) -> list[tuple[int, int, np.ndarray]] | None:
-    """``(start, stop, values)`` per chunk of an integer column without nulls, or of the indices of
-    a dictionary column without nulls whose chunks share one dictionary: numpy views of the
-    chunks' own buffers, so per-row work runs chunk by chunk (cache-sized, nothing the size of the
-    column allocated). ``None`` for any other column (the caller takes the general path)."""
-    import pyarrow as pa
-
-    if column.null_count:
-        return None
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    if pa.types.is_dictionary(column.type):
-        if chunks and not all(c.dictionary.equals(chunks[0].dictionary) for c in chunks[1:]):
-            return None
-        arrays = [c.indices for c in chunks]
-    elif pa.types.is_integer(column.type):
-        arrays = list(chunks)
-    else:
-        return None
-    out, at = [], 0
-    for a in arrays:
-        out.append((at, at + len(a), a.to_numpy(zero_copy_only=False)))
-        at += len(a)
-    return out
-
-
-def _identifier_codes(column: Any, fallback: Any) -> tuple[np.ndarray, list[Any]]:
-    """``table._raw_codes`` of an identifier column: a chunked dictionary column whose chunks share
-    one dictionary (after ``_unify_dictionaries``) has its chunks' indices copied into one int32
-    array (no concatenation that compares the dictionaries again); anything else goes to ``fallback``."""
-    import pyarrow as pa
-
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else []
-    if not chunks or not pa.types.is_dictionary(column.type) or column.null_count:
-        return fallback(column)  # type: ignore[no-any-return]
-    first = chunks[0].dictionary
-    if not all(c.dictionary.equals(first) for c in chunks[1:]):
-        return fallback(column)  # type: ignore[no-any-return]
-    codes = np.empty(len(column), dtype=np.int32)
-    at = 0
-    for c in chunks:
-        codes[at:at + len(c)] = c.indices.to_numpy(zero_copy_only=False)
-        at += len(c)
-    return codes, first.to_pylist()
 
 
 def _strategies_canonical(table: Any) -> bool:
@@ -308,7 +241,7 @@ def prepare(
     n_c, n_s, n_m = len(conditions), enc.n_samples, len(enc.models)
     wide = np.int32 if n_c * n_s * n_m < 2**31 else np.int64  # the cell index of a row
     strategy = t.column("strategy")
-    views = _chunk_views(strategy) if pa.types.is_dictionary(strategy.type) and n_rows else None
+    views = chunk_views(strategy) if pa.types.is_dictionary(strategy.type) and n_rows else None
     if views is not None:  # the condition of each row, chunk by chunk through the dictionary
         s_values = strategy.chunk(0).dictionary.to_pylist()
         lookup = _condition_lookup(s_values, conditions, wide)
@@ -316,13 +249,13 @@ def prepare(
         for a, b, idx in views:
             cond[a:b] = lookup[idx]
     else:
-        s_codes, s_values = _column_codes(t, "strategy")
+        s_codes, s_values = dictionary_codes(t.column("strategy"))
         lookup = _condition_lookup(s_values, conditions, wide)
         cond = lookup[s_codes] if n_rows else np.empty(0, dtype=wide)
     keep = cond >= 0
     if "rotation" in t.column_names:
         keep &= enc.rotations() == 0
-    keep &= _is_null(t.column("window"))
+    keep &= null_mask(t.column("window"))
     filters = dict(filters or {})
     for c, flt in filters.items():
         if c not in conditions:
@@ -342,7 +275,7 @@ def prepare(
     cell += enc.model_code[pick]
     _check_duplicates(enc, cell, rows, n_s * n_m, conditions)
     correct = np.full(n_c * n_s * n_m, np.nan, dtype=np.float32)  # 0/1 exactly; small: fewer page faults
-    views = _chunk_views(t.column("correct")) if every else None
+    views = chunk_views(t.column("correct")) if every else None
     if views is not None:  # chunk by chunk: no copy of the column
         for a, b, v in views:
             if (v < 0).any():
@@ -350,18 +283,18 @@ def prepare(
                 raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
             correct[cell[a:b]] = v
     else:
-        values = _ints(t.column("correct"), -1)[pick]
+        values = integers(t.column("correct"), -1)[pick]
         if (values < 0).any():
             bad = rows[values < 0][0]
             raise DiagnosticsError(f"missing correct for sample {enc.sample_id[enc.sample_code[bad]]!r}")
         correct[cell] = values
     answer = np.full(n_c * n_s * n_m, -2, dtype=np.int16)  # option index (< 26), -1 parse failure, -2 no row
-    views = _chunk_views(t.column("answer")) if every and "answer" in t.column_names else None
+    views = chunk_views(t.column("answer")) if every and "answer" in t.column_names else None
     if views is not None:
         for a, b, v in views:
             answer[cell[a:b]] = v  # the cast of an assignment, as below
     else:
-        answer[cell] = _ints(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
+        answer[cell] = integers(t.column("answer"), -1, np.int16)[pick] if "answer" in t.column_names else -1
     task_code, tasks = _tasks(enc, by, task_of_sample)
     n_opt = _n_options(enc, n_options_of_sample)
     return Prepared(enc, conditions, correct.reshape(n_c, n_s, n_m), answer.reshape(n_c, n_s, n_m),
@@ -392,7 +325,7 @@ def _prepare_by_chunk(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from tempcore.diagnostics.table import REQUIRED_COLUMNS, _unify_dictionaries, prepare_table
+    from tempcore.diagnostics.table import REQUIRED_COLUMNS, prepare_table
 
     conditions = list(dict.fromkeys(conditions))
     names = table.column_names
@@ -400,7 +333,7 @@ def _prepare_by_chunk(
         return None
     if any(c in conditions and flt for c, flt in (filters or {}).items()):
         return None
-    t = _unify_dictionaries(table)
+    t = unify_dictionaries(table)
     if not _strategies_canonical(t):
         t = prepare_table(t)
     if t.column("window").null_count != t.num_rows:
@@ -408,7 +341,7 @@ def _prepare_by_chunk(
 
     def dictionary_views(name: str) -> list[tuple[int, int, np.ndarray]] | None:
         column = t.column(name)
-        return _chunk_views(column) if pa.types.is_dictionary(column.type) else None
+        return chunk_views(column) if pa.types.is_dictionary(column.type) else None
 
     views = {name: dictionary_views(name) for name in ("benchmark", "sample_id", "model", "strategy")}
     first = views["benchmark"]
@@ -435,7 +368,7 @@ def _prepare_by_chunk(
         return None
     ambiguous: list[tuple[list[np.ndarray], list[Any], str]] = []
     for col in _AMBIGUOUS:
-        if col not in names or _constant(t.column(col)):
+        if col not in names or is_constant(t.column(col)):
             continue
         col_codes = aligned(dictionary_views(col))
         if col_codes is None:
@@ -617,76 +550,15 @@ class _Identity:
         return np.flatnonzero(index) if isinstance(index, np.ndarray) and index.dtype == bool else index
 
 
-def _is_null(column: Any) -> np.ndarray:
-    """Per-row null mask of a pyarrow column, as numpy bool."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if column.null_count == len(column):
-        return np.ones(len(column), dtype=bool)
-    if column.null_count == 0:
-        return np.zeros(len(column), dtype=bool)
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    mask: np.ndarray = pc.is_null(column).to_numpy(zero_copy_only=False)
-    return mask
-
-
-def _constant(column: Any) -> bool:
-    """Whether a pyarrow column holds one value (or only nulls), checked cheaply."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if column.null_count == len(column):
-        return True
-    if column.null_count:
-        return False
-    if pa.types.is_dictionary(column.type):
-        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        return all(len(c.dictionary) <= 1 for c in chunks) and len({c.dictionary[0].as_py() for c in chunks
-                                                                     if len(c)}) <= 1
-    if pa.types.is_integer(column.type) or pa.types.is_floating(column.type):
-        mm = pc.min_max(column)
-        return bool(mm["min"].as_py() == mm["max"].as_py())
-    return False
-
-
-def _ints(column: Any, null: int, dtype: Any = None) -> np.ndarray:
-    """A numeric pyarrow column as integer numpy (its own width, or ``dtype``: an integer column
-    without nulls is then written chunk by chunk into it, no wide copy), nulls as ``null`` (floats
-    rounded)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if dtype is not None and column.null_count == 0 and pa.types.is_integer(column.type):
-        chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-        narrow = np.empty(len(column), dtype=dtype)
-        at = 0
-        for chunk in chunks:
-            narrow[at:at + len(chunk)] = chunk.to_numpy(zero_copy_only=False)  # the cast of an assignment
-            at += len(chunk)
-        return narrow
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], type=pa.int64())
-    if pa.types.is_null(column.type):
-        return np.full(len(column), null, dtype=np.int64)
-    if pa.types.is_floating(column.type):
-        column = pc.round(column)
-    if column.null_count:
-        column = pc.fill_null(column.cast(pa.int64()), null)
-    out: np.ndarray = column.to_numpy(zero_copy_only=False)
-    return out if np.issubdtype(out.dtype, np.integer) else out.astype(np.int64)  # int8 stays int8: no copy
-
-
 def _check_unambiguous(enc: EncodedPredictions, cond: np.ndarray, keep: np.ndarray, conditions: list[str],
                        filters: Mapping[str, Mapping[str, Any]]) -> None:
     t = enc.table
     for col in _AMBIGUOUS:
         if col not in t.column_names:
             continue
-        if _constant(t.column(col)):
+        if is_constant(t.column(col)):
             continue
-        codes, values = _column_codes(t, col)
+        codes, values = dictionary_codes(t.column(col))
         width = len(values)
         flat = np.zeros(len(conditions) * width, dtype=bool)  # bitmap of (condition, value): O(rows)
         flat[cond[keep] * width + codes[keep]] = True
@@ -742,7 +614,7 @@ def _tasks(enc: EncodedPredictions, by: str | None,
             "to take the task from the samples"
         )
     column = t.column(by)
-    views = _chunk_views(column) if pa.types.is_dictionary(column.type) else None
+    views = chunk_views(column) if pa.types.is_dictionary(column.type) else None
     if views is not None:  # chunk by chunk: each sample's task, then every row checked against it
         values = column.chunk(0).dictionary.to_pylist() if column.num_chunks else []
         per_sample = np.full(n_s, -1, dtype=np.int32)
@@ -757,7 +629,7 @@ def _tasks(enc: EncodedPredictions, by: str | None,
         if r < 0:
             return per_sample, values
     else:
-        codes, values = _column_codes(t, by)
+        codes, values = dictionary_codes(t.column(by))
         per_sample = np.full(n_s, -1, dtype=codes.dtype if codes.dtype.itemsize >= 4 else np.int64)
         per_sample[enc.sample_code] = codes
         bad = np.flatnonzero(per_sample[enc.sample_code] != codes)
@@ -783,12 +655,12 @@ def _n_options(enc: EncodedPredictions, given: Mapping[tuple[str, str], int] | N
         return out
     if "n_options" in enc.table.column_names:
         column = enc.table.column("n_options")
-        views = _chunk_views(column) if pa.types.is_integer(column.type) else None
+        views = chunk_views(column) if pa.types.is_integer(column.type) else None
         if views is not None:  # chunk by chunk: no copy of the column
             for a, b, counts in views:
                 out[enc.sample_code[a:b]] = counts
             return out
-        vals = _ints(column, -1, np.int32)
+        vals = integers(column, -1, np.int32)
         if column.null_count:
             ok = vals >= 0
             out[enc.sample_code[ok]] = vals[ok]
@@ -868,16 +740,6 @@ def _bootstrap_start(counts: Sequence[np.ndarray], values: np.ndarray, n_boot: i
                for a, b in zip(cuts[:-1], cuts[1:])]
     pool.shutdown(wait=False)
     return lambda: [r for f in futures for r in f.result()]
-
-
-def _cpu_count() -> int:
-    """The CPUs this process may run on."""
-    import os
-
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def _count_runs(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -1263,16 +1125,6 @@ def order_sensitivity(
                             sensitive, category, summary, crossed)
 
 
-def _in_dictionary(column: Any, value: str) -> bool:
-    """``False`` when ``column`` is a dictionary column none of whose chunks' dictionaries holds
-    ``value`` (so no row equals it: no mask over the rows needed); ``True`` otherwise (maybe)."""
-    import pyarrow as pa
-
-    if not pa.types.is_dictionary(column.type):
-        return True
-    return any(value in c.dictionary.to_pylist() for c in column.chunks)
-
-
 def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.ndarray | None:
     """The FSS x LIS category per sample of ``prep`` (``diagnose`` over the same table), or ``None``
     when the table lacks MaxProb / MinProb / no-frame rows."""
@@ -1280,7 +1132,7 @@ def taxonomy_of(prep: Prepared, *, tau: float = 0.15, lam: float = 0.5) -> np.nd
 
     enc = prep.enc
     for strategy in ("maxprob", "minprob", "noframe"):
-        if not _in_dictionary(enc.table.column("strategy"), strategy) or not enc.rows(strategy, None).any():
+        if not in_dictionary(enc.table.column("strategy"), strategy) or not enc.rows(strategy, None).any():
             return None
     try:
         return diagnose(enc, tau=tau, lam=lam).category

@@ -156,24 +156,14 @@ class ResultTable:
 
 def group_codes(table: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """Dense group id per row for the combination of ``columns`` (nulls form their own value)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from tempcore.diagnostics.kernel import value_codes
 
     n = table.num_rows
     combined = np.zeros(n, dtype=np.int64)
     radix = 1
     for name in columns:
-        col = table.column(name)
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        if pa.types.is_null(col.type):
-            codes, card = np.zeros(n, dtype=np.int64), 1
-        else:
-            enc = pc.dictionary_encode(col, null_encoding="encode")
-            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            card = max(len(enc.dictionary), 1)
+        codes, values = value_codes(table.column(name))
+        card = max(len(values), 1)
         if radix * card >= 2**62:
             _, combined = np.unique(combined, return_inverse=True)
             radix = int(combined.max()) + 1 if n else 1

@@ -71,6 +71,7 @@ from typing import Any
 
 import numpy as np
 
+from tempcore.diagnostics.kernel import column_codes, combine_codes, constant_value, sorted_runs
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS, Sample
 
@@ -144,215 +145,16 @@ class MBAResult:
 _RUNS_MIN_ROWS = 65536
 
 
-def _is_text(t: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-                or pa.types.is_large_binary(t))
-
-
-def _runs(c: np.ndarray, card: int) -> np.ndarray | None:
-    """The first position of each code when ``c`` is non-decreasing and takes every value of
-    ``0..card-1`` (codes of a sorted column: contiguous runs), else ``None``. ``c`` itself when it is
-    ``0, 1, ..., n-1`` (no copy)."""
-    n = c.size
-    if n == 0 or card < 1 or int(c[0]) != 0 or int(c[-1]) != card - 1:
-        return None
-    if not bool((c[1:] >= c[:-1]).all()):
-        return None
-    change = c[1:] != c[:-1]
-    k = int(np.count_nonzero(change))
-    if k != card - 1:  # a step larger than one: some code in between is absent
-        return None
-    if card == n:
-        return c  # 0..n-1: each row the first of its own code
-    first = np.empty(card, dtype=np.int64)
-    first[0] = 0
-    first[1:] = np.flatnonzero(change) + 1
-    return first
-
-
 def _encode(col: Any, *, need_values: bool = True) -> tuple[np.ndarray, Any]:
-    """Dense integer codes of a column (nulls get a code of their own) and the value of each code.
-
-    Codes are numbered by first occurrence (hashing), by the dictionary, or in sorted order (a sorted
-    text column: codes from its runs, ``0..n-1`` when every value differs); int32 or int64.
-    ``need_values=False``: the caller only counts the values; a sorted column may then return a range
-    of that length instead of them."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = len(col)
-    big = n > _RUNS_MIN_ROWS and col.null_count == 0
-    if big and (not _is_text(col.type) or col[0].as_py() == col[-1].as_py()):
-        # one value in every row (a model, a strategy, a K): no per-row codes to compute
-        # (np.zeros is lazily zeroed memory); a text column whose ends differ is not even tried
-        one = _constant(col)
-        if one is not None:
-            return np.zeros(n, np.int64), one
-    if big and _is_text(col.type):
-        # a sorted column (a store export is in key order): codes from runs of equal values, no
-        # hashing (and no copy of a chunked column)
-        head, tail = col.slice(0, n - 1), col.slice(1)
-        wide = np.int32 if n < 2**31 else np.int64  # narrow: fewer pages to touch
-        less = pc.less(head, tail)
-        if pc.all(less).as_py():  # strictly increasing: every row its own value, in order
-            return np.arange(n, dtype=wide), col
-        same = pc.equal(head, tail)
-        if pc.all(pc.or_(less, same)).as_py():
-            change = pc.invert(same).to_numpy(zero_copy_only=False)
-            codes = np.empty(n, dtype=wide)
-            codes[0] = 0
-            np.cumsum(change.view(np.int8), out=codes[1:], dtype=wide)
-            if not need_values:
-                return codes, range(int(codes[-1]) + 1)
-            starts = np.concatenate([[True], change])
-            return codes, col.filter(pa.array(starts))
-    if isinstance(col, pa.ChunkedArray):
-        if pa.types.is_dictionary(col.type) and col.num_chunks and \
-                sum(len(c.dictionary) for c in col.chunks) <= _RUNS_MIN_ROWS:
-            return _encode_small_dictionaries(col)
-        if pa.types.is_dictionary(col.type):
-            col = col.unify_dictionaries()
-            if col.num_chunks == 0:
-                return np.zeros(0, np.int64), pa.array([], type=col.type.value_type)
-            dictionary = col.chunk(0).dictionary
-            indices = np.concatenate(
-                [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) for c in col.chunks]
-            )
-            dedup = pc.dictionary_encode(dictionary)
-            remap = dedup.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            values = dedup.dictionary
-            codes = remap[np.maximum(indices, 0)] if remap.size else np.zeros(indices.size, np.int64)
-            if (indices < 0).any():
-                codes[indices < 0] = len(values)
-                values = pa.concat_arrays([values, pa.nulls(1, type=values.type)])
-            return codes, values
-        col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if pa.types.is_null(col.type):
-        return np.zeros(len(col), np.int64), pa.nulls(1 if len(col) else 0)
-    enc = pc.dictionary_encode(col, null_encoding="encode")
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
-
-
-def _encode_small_dictionaries(col: Any) -> tuple[np.ndarray, Any]:
-    """:func:`_encode` of a chunked dictionary column whose chunks carry small dictionaries (a Parquet
-    file's row groups): each chunk's indices mapped through a lookup table of its dictionary, written
-    in place (no unified copy of the column). The values are those of the unified dictionary, in the
-    same order (first occurrence over the chunks' dictionaries), a null last when there are nulls."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    dictionaries = [c.dictionary for c in col.chunks]
-    dedup = pc.dictionary_encode(pa.concat_arrays(dictionaries))
-    lut_all = dedup.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    values = dedup.dictionary
-    null_code = len(values)
-    codes = np.empty(len(col), dtype=np.int32)
-    at = start = 0
-    for c, d in zip(col.chunks, dictionaries):
-        lut = lut_all[start:start + len(d)]
-        start += len(d)
-        if len(c) == 0:
-            continue
-        idx = c.indices
-        part = codes[at:at + len(c)]
-        if idx.null_count:
-            filled = pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
-            part[:] = lut[filled] if lut.size else null_code
-            part[~idx.is_valid().to_numpy(zero_copy_only=False)] = null_code
-        else:
-            part[:] = lut[idx.to_numpy(zero_copy_only=False)]
-        at += len(c)
-    if col.null_count:
-        values = pa.concat_arrays([values, pa.nulls(1, type=values.type)])
-    return codes, values
-
-
-def _constant(col: Any) -> Any:
-    """The one-value array of a column (no nulls) that holds a single value, else ``None``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    if not chunks:
-        return None
-    if pa.types.is_dictionary(col.type):
-        chunks = [c for c in chunks if len(c)]
-        if not chunks:
-            return None
-        first = chunks[0].dictionary.take(pa.array([chunks[0].indices[0].as_py()]))
-        value = first[0].as_py()
-        for c in chunks:
-            if len(c.dictionary) == 1:  # the usual Parquet case: a one-entry dictionary per chunk
-                if c.dictionary[0].as_py() != value:
-                    return None
-                continue
-            idx = pc.min_max(c.indices).as_py()
-            if idx["min"] != idx["max"] or c.dictionary[idx["min"]].as_py() != value:
-                return None
-        return first
-    if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return None
-    mm = pc.min_max(col).as_py()
-    if mm["min"] != mm["max"]:
-        return None
-    return pa.array([mm["min"]], type=col.type)
+    """:func:`tempcore.diagnostics.kernel.column_codes` with the run-based paths above :data:`_RUNS_MIN_ROWS`."""
+    return column_codes(col, runs_above=_RUNS_MIN_ROWS, need_values=need_values)
 
 
 def _combine(
     codes: Sequence[np.ndarray], cards: Sequence[int], n: int, *, need_first: bool = True
 ) -> tuple[np.ndarray, int, np.ndarray]:
-    """Dense ids of the combination of code arrays, their number, and the first position of each id
-    (an empty array when not ``need_first``).
-
-    Small key ranges are densified with a bincount (O(n)); large ones with ``np.unique``.
-    """
-    keep = [(c, int(card)) for c, card in zip(codes, cards) if int(card) > 1]
-    if not keep and n:  # every code constant: one id
-        return np.zeros(n, np.int64), 1, np.zeros(1, np.int64)
-    if len(keep) == 1 and n:
-        # one varying code: dense already when every code occurs (then no remapping is needed)
-        c, card = keep[0]
-        if n > _RUNS_MIN_ROWS:
-            first_of_run = _runs(c, card)  # sorted codes: first positions without a scatter
-            if first_of_run is not None:
-                return c, card, first_of_run if need_first else np.zeros(0, np.int64)
-        counts = np.bincount(c, minlength=card)
-        if counts.size == card and (counts > 0).all():
-            if not need_first:
-                return c, card, np.zeros(0, np.int64)
-            first = np.empty(card, dtype=np.int64)
-            first[c[::-1]] = np.arange(n - 1, -1, -1)
-            return c, card, first
-    combined = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for c, card in keep:
-        card = max(int(card), 1)
-        if radix * card >= 2**62:
-            _, combined = np.unique(combined, return_inverse=True)
-            combined = combined.astype(np.int64).ravel()
-            radix = int(combined.max()) + 1 if n else 1
-        combined = combined * card + c
-        radix *= card
-    if n == 0:
-        return combined, 0, np.zeros(0, np.int64)
-    if radix <= max(4 * n, 1 << 16):
-        present = np.bincount(combined, minlength=radix) > 0
-        remap = np.cumsum(present) - 1
-        ids = remap[combined]
-        k = int(present.sum())
-    else:
-        _, ids = np.unique(combined, return_inverse=True)
-        ids = ids.astype(np.int64).ravel()
-        k = int(ids.max()) + 1
-    if not need_first:
-        return ids, k, np.zeros(0, np.int64)
-    first = np.empty(k, dtype=np.int64)
-    first[ids[::-1]] = np.arange(n - 1, -1, -1)
-    return ids, k, first
+    """:func:`tempcore.diagnostics.kernel.combine_codes` with the run-based path above :data:`_RUNS_MIN_ROWS`."""
+    return combine_codes(codes, cards, n, runs_above=_RUNS_MIN_ROWS, need_first=need_first)
 
 
 def _numpy(col: Any, dtype: Any, fill: float) -> np.ndarray:
@@ -777,7 +579,7 @@ def _condition_columns(table: Any) -> list[str]:
         col = table.column(name)
         if col.null_count == len(col):
             continue  # one value (null) or none
-        if col.null_count == 0 and _constant(col) is not None:
+        if col.null_count == 0 and constant_value(col) is not None:
             continue
         if pc.count_distinct(col, mode="all").as_py() > 1:
             out.append(name)
@@ -806,7 +608,7 @@ def _log_option_counts(table: Any, s: _Samples, n: int) -> np.ndarray | float:
         n_opt = per_sample if s.identity else per_sample[s.of_row]
     elif "n_options" in table.column_names:
         col = table.column("n_options")
-        one = _constant(col) if col.null_count == 0 and len(col) and not pa.types.is_dictionary(col.type) else None
+        one = constant_value(col) if col.null_count == 0 and len(col) and not pa.types.is_dictionary(col.type) else None
         n_opt = float(one[0].as_py()) if one is not None else _numpy(col, np.float64, 0.0)
     else:
         n_opt = 0.0
@@ -843,7 +645,7 @@ def _cell_sums(
     summed over the runs; otherwise by bincounts over dense cell codes. Both give the same numbers."""
     n = unit.size
     if n > _RUNS_MIN_ROWS and n_cond == 1:
-        first = _runs(unit, n_units)
+        first = sorted_runs(unit, n_units)
         if first is not None:
             rows = np.diff(first, append=n)
             width = np.int32 if ok.dtype.itemsize <= 2 and n < 2**31 // 256 else np.int64
@@ -880,7 +682,7 @@ def _units(
         [s.bench, g_codes, l_codes], [len(s.bench_values), n_groups, n_label_values], s.n
     )
     runs = s.n > _RUNS_MIN_ROWS and bool((unit_first_s[1:] > unit_first_s[:-1]).all()) and \
-        _runs(unit_of_s, n_units) is not None
+        sorted_runs(unit_of_s, n_units) is not None
     unit = unit_of_s if s.identity else unit_of_s[s.of_row]
     return _Units(unit_of_s, n_units, unit_first_s, runs, _cell_sums(cid, n_cond, unit, n_units, ok, logn))
 

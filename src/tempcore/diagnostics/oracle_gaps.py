@@ -251,14 +251,14 @@ def early_stopped_oracle_rows(table: Any, mask: np.ndarray | None = None) -> int
     only, so an analysis of every window's answer cannot use it."""
     import pyarrow as pa
 
-    from tempcore.diagnostics.table import _equal
+    from tempcore.diagnostics.kernel import equal_mask
     from tempcore.records import EARLY_STOP_VARIANT
 
     enc = _encode(table)
     if "variant" not in enc.table.column_names or pa.types.is_null(enc.table.column("variant").type):
         return 0
     oracle = enc.rows("oracle", None, {}) if mask is None else mask
-    return int((oracle & _equal(enc.table.column("variant"), EARLY_STOP_VARIANT)).sum())
+    return int((oracle & equal_mask(enc.table.column("variant"), EARLY_STOP_VARIANT)).sum())
 
 
 EVERY_WINDOW = ("needs every oracle window: the oracle ran with early_stop (it stops at the first correct "

@@ -216,7 +216,7 @@ def prediction_priors(
 ) -> list[dict[str, Any]]:
     """Per model x condition (strategy) x benchmark x task: the chosen-answer distributions against
     the label prior (see the module docstring). Every predicted sample must be in ``samples``."""
-    from tempcore.diagnostics.ablations import _column_codes
+    from tempcore.diagnostics.kernel import dictionary_codes
 
     enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
     t = enc.table
@@ -244,7 +244,7 @@ def prediction_priors(
     task_names = list(tasks)
     keep = enc.rotations() == 0
     keep &= np.isnan(enc.numeric("window"))
-    s_codes, s_names = _column_codes(t, "strategy")
+    s_codes, s_names = dictionary_codes(t.column("strategy"))
     if conditions is not None:
         wanted = np.array([v in set(conditions) for v in s_names] + [False])
         keep &= wanted[s_codes]

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from tempcore.diagnostics.kernel import DiagnosticsError as DiagnosticsError
+from tempcore.diagnostics.kernel import distinct, equal_mask, identifier_codes, unify_dictionaries
 from tempcore.errors import TempcoreError
 from tempcore.records import BUILT_IN_STRATEGIES
 
@@ -39,10 +41,6 @@ REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", 
 SCORINGS = ("hard", "soft", "circular")
 # Columns whose values must be unique among the rows a score uses, unless the caller filters them.
 _AMBIGUOUS = ("k", "encoder", "fps", "seed", "variant")
-
-
-class DiagnosticsError(TempcoreError):
-    """The predictions cannot give the asked-for score (missing column, ambiguous condition...)."""
 
 
 class TableError(DiagnosticsError):
@@ -54,44 +52,6 @@ class TableError(DiagnosticsError):
 FLAGS = {"k": "--k", "encoder": "--encoder", "mode": "--fss-mode", "models": "--models", "fps": "--fps",
          "seed": "--seed", "variant": "--variant"}
 FINGERPRINT_COLUMN = "model_fingerprint"
-
-
-def _distinct(column: Any) -> list[Any]:
-    """Distinct non-null values of a pyarrow column, sorted (as text when types differ)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
-    if pa.types.is_dictionary(column.type):
-        # the used dictionary entries (unique of the small integer codes), not a cast of every row
-        column = column.dictionary.take(pc.unique(column.indices).drop_null())
-    return sorted(pc.unique(column).drop_null().to_pylist(), key=lambda v: (str(type(v)), v))
-
-
-def _equal(column: Any, value: Any) -> np.ndarray:
-    """``pc.fill_null(pc.equal(column, value), False)`` as numpy bool; a dictionary column is
-    compared on its (small) dictionary and the result gathered through the codes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_dictionary(column.type):
-        plain: np.ndarray = pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False)
-        return plain
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = []
-    for chunk in chunks:
-        lut = pc.fill_null(pc.equal(chunk.dictionary, value), False).to_numpy(zero_copy_only=False)
-        if not lut.any():
-            parts.append(np.zeros(len(chunk), dtype=bool))
-            continue
-        idx = chunk.indices
-        part = lut[pc.fill_null(idx, 0).to_numpy(zero_copy_only=False) if idx.null_count
-                   else idx.to_numpy(zero_copy_only=False)]
-        if idx.null_count:
-            part &= idx.is_valid().to_numpy(zero_copy_only=False)
-        parts.append(part)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def _listing(values: Sequence[Any], limit: int = 8) -> str:
@@ -120,7 +80,7 @@ def prepare_table(table: Any, canonical: Callable[[str], str] = builtin_strategy
     if "strategy" not in table.column_names:
         return table
     mapping: dict[str, str] = {}
-    for value in _distinct(table.column("strategy")):
+    for value in distinct(table.column("strategy")):
         text = str(value)
         try:
             name = canonical(text)
@@ -155,12 +115,12 @@ def explain_empty(
     what = strategy + (f" ({mode}-mode)" if mode else "")
     if table.num_rows == 0:
         return f"{what}: the predictions table has no rows at all"
-    strategies = _distinct(table.column("strategy"))
+    strategies = distinct(table.column("strategy"))
     sub = table.filter(pc.fill_null(pc.equal(table.column("strategy"), strategy), False))
     if sub.num_rows == 0:
         return f"{what}: the table has no {strategy} rows (its strategies: {_listing(strategies)})"
     if mode is not None:
-        held = _distinct(sub.column("mode"))
+        held = distinct(sub.column("mode"))
         sub = sub.filter(pc.fill_null(pc.equal(sub.column("mode"), mode), False))
         if sub.num_rows == 0:
             return f"{what}: the table's {strategy} rows have mode {_listing(held)}; {flags['mode']} asked for {mode}"
@@ -169,12 +129,12 @@ def explain_empty(
             continue
         if col not in sub.column_names:
             return f"{what}: the table has no {col!r} column; {flags.get(col, col)} asked for {value}"
-        held = _distinct(sub.column(col))
+        held = distinct(sub.column(col))
         sub = sub.filter(pc.fill_null(pc.equal(sub.column(col), value), False))
         if sub.num_rows == 0:
             return f"{what}: the table has {col} {_listing(held)}; {flags.get(col, col)} asked for {value}"
     if models is not None:
-        held = _distinct(sub.column("model"))
+        held = distinct(sub.column("model"))
         sub = sub.filter(pc.is_in(sub.column("model"), value_set=pa.array([str(m) for m in models])))
         if sub.num_rows == 0:
             return (f"{what}: the table's rows of this condition are of model(s) {_listing(held)}; "
@@ -188,7 +148,7 @@ def check_models(table: Any, models: Sequence[str] | None) -> None:
         return
     if not list(models):
         raise TableError(f"{FLAGS['models']} names no model")
-    held = [str(m) for m in _distinct(table.column("model"))]
+    held = [str(m) for m in distinct(table.column("model"))]
     unknown = sorted(set(models) - set(held))
     if unknown:
         raise TableError(f"unknown model(s) {unknown}; the predictions have {held}")
@@ -256,49 +216,6 @@ def check_scoring(enc: EncodedPredictions, mask: np.ndarray, scoring: str, what:
                              f"{what} (use --scoring hard)")
 
 
-def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary-encode a pyarrow column: (int codes per row, distinct values)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    if column.null_count:
-        raise DiagnosticsError("identifier columns (benchmark, sample_id, model) may not contain nulls")
-    return column.indices.to_numpy(zero_copy_only=False).astype(np.int64), column.dictionary.to_pylist()
-
-
-def _unify_dictionaries(table: Any) -> Any:
-    """``table.unify_dictionaries()``, column by column and only where the chunks do not already share
-    one dictionary (a Parquet file's big ``sample_id`` dictionary usually is shared; rebuilding it costs)."""
-    import pyarrow as pa
-
-    for i, col in enumerate(table.columns):
-        if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
-            first = col.chunk(0).dictionary
-            if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
-                name = table.column_names[i]
-                table = table.set_column(i, table.schema.field(i),
-                                         pa.Table.from_arrays([col], [name]).unify_dictionaries().column(0))
-    return table
-
-
-def _raw_codes(column: Any) -> tuple[np.ndarray, list[Any]]:
-    """:func:`_codes` with the codes in their own integer width (no widening copy of every row)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    if column.null_count:
-        raise DiagnosticsError("identifier columns (benchmark, sample_id, model) may not contain nulls")
-    return column.indices.to_numpy(zero_copy_only=False), column.dictionary.to_pylist()
-
-
 @dataclass
 class EncodedPredictions:
     """A tidy table with samples and models factorised to integer codes."""
@@ -326,10 +243,10 @@ class EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-        table = prepare_table(_unify_dictionaries(table))  # Parquet row groups may carry different dictionaries
-        bench_codes, benches = _raw_codes(table.column("benchmark"))
-        id_codes, ids = _raw_codes(table.column("sample_id"))
-        model_codes, models = _raw_codes(table.column("model"))
+        table = prepare_table(unify_dictionaries(table))  # Parquet row groups may carry different dictionaries
+        bench_codes, benches = identifier_codes(table.column("benchmark"))
+        id_codes, ids = identifier_codes(table.column("sample_id"))
+        model_codes, models = identifier_codes(table.column("model"))
         width = max(len(ids), 1)
         n_pairs = max(len(benches), 1) * width
         if len(benches) <= 1:
@@ -353,15 +270,15 @@ class EncodedPredictions:
         """Boolean row mask for a condition (strategy, mode, and equality filters)."""
 
         t = self.table
-        mask = _equal(t.column("strategy"), strategy)
+        mask = equal_mask(t.column("strategy"), strategy)
         if mode is not None:
-            mask &= _equal(t.column("mode"), mode)
+            mask &= equal_mask(t.column("mode"), mode)
         for col, value in (filters or {}).items():
             if value is None or col not in t.column_names:
                 if value is not None:
                     raise DiagnosticsError(f"cannot filter on {col}={value!r}: the table has no {col!r} column")
                 continue
-            mask &= _equal(t.column(col), value)
+            mask &= equal_mask(t.column(col), value)
         return mask
 
     def check_unambiguous(self, mask: np.ndarray, what: str, filters: Mapping[str, Any]) -> None:
