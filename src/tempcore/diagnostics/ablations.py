@@ -1,48 +1,27 @@
 """TVBench's time and vision ablations as findings: the ablation table, answer agreement between
-conditions, and per-sample order sensitivity (TVBench, "Lost in Time", paper 001; the order
-sensitivity per sample is ours, beyond the papers).
+conditions, and (from :mod:`tempcore.diagnostics.ordering`) per-sample order sensitivity (TVBench,
+"Lost in Time"; the order sensitivity per sample is ours, beyond the papers).
 
 Pure, vectorised functions over the tidy predictions table (pyarrow + numpy; see
-:mod:`tempcore.tidy.table`). A *condition* is a ``strategy`` of the table: the video condition (a base
-strategy, default ``uniform``) and the ablations ``textonly`` (no image at all), ``noframe`` (grey
-images), ``single`` (one random frame), ``shuffled`` and ``reversed`` (the base strategy's frames
-reordered). Correctness is the paper's 0/1 ``correct`` (a parse failure is wrong).
+:mod:`tempcore.tidy.table`), arranged by :func:`tempcore.diagnostics.ablation_arrays.prepare` (which
+also states the rows used). A *condition* is a ``strategy`` of the table: the video condition (a
+base strategy, default ``uniform``) and the ablations ``textonly`` (no image at all), ``noframe``
+(grey images), ``single`` (one random frame), ``shuffled`` and ``reversed`` (the base strategy's
+frames reordered). Correctness is the paper's 0/1 ``correct`` (a parse failure is wrong).
 
-Definitions, to the letter of the paper where it has one:
+Definitions, to the letter of the paper where it has one (each in full in the docstring of the
+function that implements it):
 
-* **Accuracy** per model x benchmark x task x condition: correct / n over that condition's rows,
-  with a Wilson interval (:func:`tempcore.diagnostics.stats.wilson_interval`).
-* **Drop** from video: ``acc(video) - acc(condition)`` over the samples answered under both (the
-  pairs), with a seeded percentile paired bootstrap interval
-  (:func:`tempcore.diagnostics.stats.paired_bootstrap`; resampling questions). The video row
-  itself has no drop. A positive drop is accuracy lost without the video.
-* **Benchmark average** the way TVBench reports it: the *unweighted mean over tasks* of the task
-  accuracies (``macro``, "TVBench Average"); the pooled figure over all questions (``micro``)
-  beside it. ``chance`` is the mean of the per-task chance levels (a task's chance level: the mean
-  of ``1 / n_options`` over its questions; 33.3% for TVBench) and ``gain = macro - chance``.
-* **Answer agreement** of conditions a and b for one model, over the questions answered under
-  both. The paper's "agreement between the correct responses" (e.g. "91.0% between image and
-  video") is never defined in its text; the only reading consistent with its own marginals is the
-  *inferred definition* ``conditional = |C_b ∩ C_a| / |C_b|`` with ``a`` the video: of the questions
-  answered correctly under condition b, the share also answered correctly with the full video.
-  Beside it: ``symmetric`` (share of questions with the same correctness), ``same_option`` (share
-  with the same chosen option; a parse failure matches nothing) and Cohen's ``kappa`` of the two
-  0/1 correctness vectors (``(p_o - p_e) / (1 - p_e)``; undefined, ``None``, when ``p_e = 1``).
-  Pairs are taken in the order of the conditions (the video first), so ``a`` is the video for
-  every pair involving it.
-* **Order sensitivity** (ours, beyond the papers): ``OS_i = 1/|M| sum_m (correct with the base
-  frames in order - correct with the same frames shuffled)``, likewise ``reversed``; the panel M of a
-  benchmark is every model with rows under the video or the reordering; a sample lacking a panel
-  model's value for either has no OS (incomplete), as in FSS. Classes at tau: Key (OS > tau),
-  Non-key, Anti-key (:func:`tempcore.diagnostics.core.fss_categories`). *Order-sensitive* (our
-  reading): Key under shuffled or under reversed (whichever the table has). Crossed with the FSS x
-  LIS taxonomy (:func:`tempcore.diagnostics.diagnose`, when the table has MaxProb / MinProb /
-  no-frame rows): the share of order-sensitive samples among all samples with an OS, and among the
-  Temporally Sensitive ones — the samples that need *the right frames in the right order*.
+* **Accuracy** per model x benchmark x task x condition with a Wilson interval, the **drop** from
+  video with a paired bootstrap interval, and the **benchmark average** the way TVBench reports it
+  (the unweighted mean over tasks), with ``micro``, ``chance`` and ``gain``: :func:`ablation_table`.
+* **Answer agreement** of two conditions for one model (the paper's undefined "agreement between
+  the correct responses", by its *inferred definition*, with ``symmetric``, ``same_option`` and
+  Cohen's ``kappa`` beside it): :func:`agreement`, :func:`agreement_measures`.
+* **Order sensitivity** (ours): :func:`tempcore.diagnostics.ordering.order_sensitivity`.
 
-Rows used: ``rotation`` 0 (or none) and no oracle ``window``. Within a condition, a column among
-``k, mode, encoder, fps, seed, variant`` taking several values is an error naming them (choose with
-``filters``), never silently pooled; a (sample, model, condition) given twice is an error.
+:func:`audit_ablations` is all of ``tempcore audit ablations``; :func:`result_tables` its sections
+as the report renders them.
 """
 
 from __future__ import annotations
@@ -167,7 +146,20 @@ def ablation_table(
     seed: int = 0,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The ``models`` rows (accuracy, Wilson interval, drop from video with a paired bootstrap
-    interval) and the ``averages`` rows (macro, micro, chance, gain) of the module docstring."""
+    interval) and the ``averages`` rows (macro, micro, chance, gain).
+
+    * **Accuracy** per model x benchmark x task x condition: correct / n over that condition's
+      rows, with a Wilson interval (:func:`tempcore.diagnostics.stats.wilson_interval`).
+    * **Drop** from video: ``acc(video) - acc(condition)`` over the samples answered under both (the
+      pairs), with a seeded percentile paired bootstrap interval
+      (:func:`tempcore.diagnostics.stats.paired_bootstrap`; resampling questions). The video row
+      itself has no drop. A positive drop is accuracy lost without the video.
+    * **Benchmark average** the way TVBench reports it: the *unweighted mean over tasks* of the task
+      accuracies (``macro``, "TVBench Average"); the pooled figure over all questions (``micro``)
+      beside it. ``chance`` is the mean of the per-task chance levels (a task's chance level: the
+      mean of ``1 / n_options`` over its questions; 33.3% for TVBench; ``None`` when an option count
+      is unknown) and ``gain = macro - chance``.
+    """
     rows, averages, complete = _ablation_table(prep, video=video, n_boot=n_boot, confidence=confidence, seed=seed)
     complete()
     return rows, averages
@@ -294,9 +286,20 @@ def _ablation_table(
 
 def agreement(prep: Prepared) -> list[dict[str, Any]]:
     """Answer agreement per model and pair of conditions (a before b in ``prep.conditions``), pooled
-    over every benchmark of the table: ``conditional`` (the inferred definition |C_b ∩ C_a| / |C_b|),
-    ``symmetric``, ``same_option``, ``kappa`` and ``n`` (questions answered under both).
-    Vectorised over models; :func:`agreement_measures` is the same for one pair of vectors."""
+    over every benchmark of the table: ``conditional``, ``symmetric``, ``same_option``, ``kappa``
+    and ``n`` (questions answered under both). Vectorised over models; :func:`agreement_measures`
+    is the same for one pair of vectors.
+
+    The paper's "agreement between the correct responses" (e.g. "91.0% between image and video")
+    is never defined in its text; the only reading consistent with its own marginals is the
+    *inferred definition* ``conditional = |C_b ∩ C_a| / |C_b|`` with ``a`` the video: of the
+    questions answered correctly under condition b, the share also answered correctly with the full
+    video. Beside it: ``symmetric`` (share of questions with the same correctness), ``same_option``
+    (share with the same chosen option; a parse failure matches nothing) and Cohen's ``kappa`` of
+    the two 0/1 correctness vectors (``(p_o - p_e) / (1 - p_e)``; undefined, ``None``, when
+    ``p_e = 1``). Pairs are taken in the order of the conditions (the video first), so ``a`` is the
+    video for every pair involving it.
+    """
     out: list[dict[str, Any]] = []
     conds = prep.conditions
     n_c, n_s, n_m = prep.correct.shape
@@ -336,7 +339,9 @@ def agreement(prep: Prepared) -> list[dict[str, Any]]:
 
 def agreement_measures(ca: np.ndarray, cb: np.ndarray, xa: np.ndarray | None = None,
                        xb: np.ndarray | None = None) -> dict[str, Any]:
-    """The agreement measures of two paired 0/1 correctness vectors (and chosen options, -1 = none)."""
+    """The agreement measures of two paired 0/1 correctness vectors (and chosen options, -1 = none):
+    ``conditional = |C_b ∩ C_a| / |C_b|`` (the inferred definition, see :func:`agreement`),
+    ``symmetric``, ``same_option`` and Cohen's ``kappa`` (``None`` when ``p_e = 1``)."""
     ca = np.asarray(ca, dtype=bool)
     cb = np.asarray(cb, dtype=bool)
     n = int(ca.size)
@@ -407,8 +412,9 @@ def audit_ablations(
     seed: int = 0,
     filters: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """The JSON object of ``tempcore audit ablations --json``: ``models``, ``averages``, ``agreement``,
-    ``order`` (see the module docstring). Conditions without rows are left out."""
+    """The JSON object of ``tempcore audit ablations --json``: ``models``, ``averages`` (:func:`ablation_table`),
+    ``agreement`` (:func:`agreement`), ``order`` (:func:`~tempcore.diagnostics.ordering.order_sensitivity`).
+    Conditions without rows are left out."""
     out = _audit(table, video=video, conditions=conditions, by=by, task_of_sample=task_of_sample,
                  n_options_of_sample=n_options_of_sample, tau=tau, lam=lam, n_boot=n_boot,
                  confidence=confidence, seed=seed, filters=filters)

@@ -34,10 +34,8 @@ Input: the tidy predictions table (``tempcore.tidy.table``): one row per predict
   matched ignoring case, unknown ``models`` named, rows of one model name with different
   ``model_fingerprint`` values refused), and a result with no group is a
   :class:`~tempcore.diagnostics.table.TableError`, never an empty table.
-* A blank (null) ``rotation`` is rotation 0, the original option order, as everywhere else in
-  tempcore (``diagnose``, the analyses, the exports): a table mixing blank and 0 has one rotation,
-  so neither a split group nor a ``rotation`` column; a prediction stored under both is a
-  duplicate.
+* A blank (null) ``rotation`` is rotation 0, the original option order
+  (:func:`blank_rotation_is_zero`).
 """
 
 from __future__ import annotations
@@ -193,7 +191,12 @@ def _check_columns(table: Any) -> None:
 
 
 def blank_rotation_is_zero(table: Any) -> Any:
-    """``table`` with null ``rotation`` values as 0 (the original option order); unchanged without the column."""
+    """``table`` with null ``rotation`` values as 0 (the original option order); unchanged without the column.
+
+    As everywhere else in tempcore (``diagnose``, the analyses, the exports): a table mixing blank
+    and 0 has one rotation, so neither a split group nor a ``rotation`` column; a prediction stored
+    under both is a duplicate.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -17,48 +17,8 @@ questions {C, N_i}; the M binary questions of one C form a *group*. Over the tid
   dataset / category. A group whose questions fall in two categories therefore counts once in each.
 * Each figure carries its counts and a Wilson interval (:func:`tempcore.diagnostics.stats.wilson_interval`).
 
-The group of a sample (first rule that applies):
-
-1. ``group_by``: a predictions column of that name, else a field of the samples (a metadata field,
-   or a Sample attribute such as ``video``).
-2. With the samples: ``metadata["binary_group"]`` (set by :func:`tempcore.benchmarks.binary.binarize`:
-   the original sample), else ``metadata["video_name"]`` (TemporalBench's own unit). A sample with
-   neither is an error.
-3. Without the samples: a sample id ``{original}#b{i}`` (a binarised sample) belongs to the group
-   ``original``; in a benchmark where no id has that form the groups cannot be told (error); a
-   sample id without the suffix next to binarised ones is a group of its own. A question with such
-   an id has two options when neither the samples nor an ``n_options`` column say otherwise.
-
-Correctness of a binary question (``parse``):
-
-* ``extract`` — the table's ``correct`` column: tempcore's answer extractor; a parse failure is a
-  wrong answer.
-* ``first-char`` — TemporalBench's rule: the first character of the raw ``response`` equals the
-  correct letter, case-insensitively (``GT.lower() == response[0].lower()``). The correct letter is
-  the one *shown*: the correct option index (the samples' answer, else the table's ``target``)
-  moved by the condition's ``rotation``. An empty or null response is wrong (the official script
-  raises on an empty one). No whitespace is stripped (the official script strips none).
-
-Incomplete groups (``incomplete``):
-
-* ``exclude`` (default): a group is complete for a model x condition when every sample of the group
-  has a prediction for it. The samples of a group are those of the annotations when they are given,
-  else every sample of the group that any model x condition of the benchmark answered. An
-  incomplete group is counted (``incomplete_groups``, including groups with no prediction at all)
-  and excluded from every figure: from MBA and chance MBA, and its questions from BA too, so BA and
-  MBA describe the same questions (the gap BA - MBA is then meaningful).
-* ``present``: TemporalBench's scorer — every prediction present counts; a group is scored over
-  the questions it has (a failed call that was never written makes its group easier);
-  ``incomplete_groups`` is 0.
-
-Other rules: oracle window rows (``window`` set) are not binary questions of a condition and are
-left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``strategy`` and
-``mode`` plus each of ``k, encoder, fps, seed, variant, rotation`` that varies in the table (as in
-:mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
-are fractions, not percentages.
-
-Everything is vectorised (numpy bincounts over dense codes; over 65536 rows a table in key order is
-summed over contiguous runs instead, with the same numbers); pyarrow and numpy only.
+The rules :func:`mba_table` applies (the group of a sample, the correctness of a binary question,
+incomplete groups, the rows used) are stated in its docstring.
 """
 
 from __future__ import annotations
@@ -249,7 +209,7 @@ def _field_per_sample(
 
 
 def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, Sequence[Any], str]:
-    """Group codes per sample, the group values, and the rule used (module doc, rules 2 and 3).
+    """Group codes per sample, the group values, and the rule used (:func:`mba_table`, group rules 2 and 3).
 
     From the sample ids (rule 3) the values are only counted, never shown: there they are the
     group names followed by ``#b`` (:func:`_binary_group_keys`), or a range of their number."""
@@ -373,7 +333,7 @@ def _lookup_records(
 
 
 def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
-    """TemporalBench's rule per row (module doc)."""
+    """TemporalBench's ``first-char`` rule per row (stated in :func:`mba_table`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -458,8 +418,49 @@ def mba_table(
     sample fields the predictions lack, TemporalBench's ``video_name`` groups, and for the complete
     list of each group's questions); matched on ``sample_id`` when ``benchmark`` is given, else on
     (benchmark, sample_id); a predicted sample they lack is an error. ``parse``: ``extract`` or
-    ``first-char``; ``incomplete``: ``exclude`` or ``present``. Every rule is in the module docstring.
-    ``by_dataset`` / ``by_category`` are empty when the field is in neither the predictions nor the samples.
+    ``first-char``; ``incomplete``: ``exclude`` or ``present``. The figures are those of the module
+    docstring. ``by_dataset`` / ``by_category`` are empty when the field is in neither the predictions
+    nor the samples.
+
+    The group of a sample (first rule that applies):
+
+    1. ``group_by``: a predictions column of that name, else a field of the samples (a metadata field,
+       or a Sample attribute such as ``video``).
+    2. With the samples: ``metadata["binary_group"]`` (set by :func:`tempcore.benchmarks.binary.binarize`:
+       the original sample), else ``metadata["video_name"]`` (TemporalBench's own unit). A sample with
+       neither is an error.
+    3. Without the samples: a sample id ``{original}#b{i}`` (a binarised sample) belongs to the group
+       ``original``; in a benchmark where no id has that form the groups cannot be told (error); a
+       sample id without the suffix next to binarised ones is a group of its own. A question with such
+       an id has two options when neither the samples nor an ``n_options`` column say otherwise.
+
+    Correctness of a binary question (``parse``):
+
+    * ``extract`` — the table's ``correct`` column: tempcore's answer extractor; a parse failure is a
+      wrong answer.
+    * ``first-char`` — TemporalBench's rule: the first character of the raw ``response`` equals the
+      correct letter, case-insensitively (``GT.lower() == response[0].lower()``). The correct letter is
+      the one *shown*: the correct option index (the samples' answer, else the table's ``target``)
+      moved by the condition's ``rotation``. An empty or null response is wrong (the official script
+      raises on an empty one). No whitespace is stripped (the official script strips none).
+
+    Incomplete groups (``incomplete``):
+
+    * ``exclude`` (default): a group is complete for a model x condition when every sample of the group
+      has a prediction for it. The samples of a group are those of the annotations when they are given,
+      else every sample of the group that any model x condition of the benchmark answered. An
+      incomplete group is counted (``incomplete_groups``, including groups with no prediction at all)
+      and excluded from every figure: from MBA and chance MBA, and its questions from BA too, so BA and
+      MBA describe the same questions (the gap BA - MBA is then meaningful).
+    * ``present``: TemporalBench's scorer — every prediction present counts; a group is scored over
+      the questions it has (a failed call that was never written makes its group easier);
+      ``incomplete_groups`` is 0.
+
+    Other rules: oracle window rows (``window`` set) are not binary questions of a condition and are
+    left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``strategy`` and
+    ``mode`` plus each of ``k, encoder, fps, seed, variant, rotation`` that varies in the table (as in
+    :mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
+    are fractions, not percentages.
     """
     import pyarrow as pa
     import pyarrow.compute as pc

@@ -141,7 +141,14 @@ def order_sensitivity(
     """OS per sample for each reordering of ``prep.conditions``, classes at ``tau``, and per benchmark
     ``n`` (samples with an OS), ``order_sensitive`` (share) and
     ``order_sensitive_among_temporally_sensitive`` (share, ``None`` without a taxonomy or without
-    Temporally Sensitive samples). ``category``: the taxonomy per sample, in ``prep``'s sample order."""
+    Temporally Sensitive samples). ``category``: the taxonomy per sample, in ``prep``'s sample order.
+
+    ``OS_i = 1/|M| sum_m (correct with the base frames in order - correct with the same frames
+    shuffled)``, likewise ``reversed``; the panel M of a benchmark is every model with rows under
+    the video or the reordering; a sample lacking a panel model's value for either has no OS
+    (incomplete), as in FSS. Classes at tau: Key (OS > tau), Non-key, Anti-key. *Order-sensitive*
+    (our reading): Key under shuffled or under reversed (whichever the table has).
+    """
     conds = prep.conditions
     if video not in conds:
         raise DiagnosticsError(f"the video condition {video!r} is not among the conditions {conds}")
