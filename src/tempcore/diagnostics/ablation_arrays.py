@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from tempcore.diagnostics.kernel import (
 from tempcore.diagnostics.kernel import cpu_count as _cpu_count
 from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions, builtin_strategy_name
 from tempcore.records import BUILT_IN_STRATEGIES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 ABLATIONS = ("textonly", "noframe", "single", "shuffled", "reversed")
 """The ablation conditions of TVBench (plus the grey-frame ``noframe``), after the video condition."""
@@ -68,7 +71,7 @@ class Prepared:
         return np.asarray(self.enc.sample_benchmark, dtype=object)
 
 
-def encode(table: Any) -> EncodedPredictions:
+def encode(table: pa.Table) -> EncodedPredictions:
     """:meth:`EncodedPredictions.from_table` (the same checks, canonical strategy names, samples and
     models in the same order and the same codes) with the per-row codes kept narrow (int32 when every
     (sample, model) cell fits) and the per-sample lists taken without a Python loop over the rows:
@@ -108,7 +111,7 @@ def encode(table: Any) -> EncodedPredictions:
                               sample_benchmark, sample_ids, models)
 
 
-def _pairs_by_chunk(table: Any, n_models: int) -> tuple[np.ndarray, list[str], list[str]] | None:
+def _pairs_by_chunk(table: pa.Table, n_models: int) -> tuple[np.ndarray, list[str], list[str]] | None:
     """The sample code per row and the per-sample lists of :func:`encode`, chunk by chunk, when
     ``benchmark`` and ``sample_id`` are dictionary columns whose chunks share one dictionary and
     have no nulls (a Parquet file's): the (benchmark, sample_id) pairs present are marked in a
@@ -137,7 +140,7 @@ def _pairs_by_chunk(table: Any, n_models: int) -> tuple[np.ndarray, list[str], l
     return sample_code, sample_benchmark, sample_ids
 
 
-def _strategies_canonical(table: Any) -> bool:
+def _strategies_canonical(table: pa.Table) -> bool:
     """Whether every strategy name used in ``table`` is already canonical (then
     :func:`~tempcore.diagnostics.table.prepare_table` returns the table unchanged). The used names
     of a dictionary column are read from a count of each chunk's small integer codes (no unique
@@ -168,7 +171,7 @@ def _strategies_canonical(table: Any) -> bool:
 
 
 def prepare(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     conditions: Sequence[str],
     *,
     by: str | None = None,
@@ -259,7 +262,7 @@ def prepare(
 
 
 def _prepare_by_chunk(
-    table: Any,
+    table: pa.Table,
     conditions: Sequence[str],
     *,
     by: str | None,
@@ -468,7 +471,7 @@ class _LazyCodes(EncodedPredictions):
     (condition x sample x model) arrays, not the rows, so a plain audit never builds them (two
     column-sized arrays fewer to write)."""
 
-    def __init__(self, table: Any, codes: Any, sample_benchmark: list[str], sample_id: list[str],
+    def __init__(self, table: pa.Table, codes: Any, sample_benchmark: list[str], sample_id: list[str],
                  models: list[str]) -> None:  # the dataclass fields but the two codes, set by hand
         self.table = table
         self.sample_benchmark = sample_benchmark

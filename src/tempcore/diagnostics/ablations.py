@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -46,6 +46,11 @@ from tempcore.diagnostics.kernel import cpu_count as _cpu_count
 from tempcore.diagnostics.ordering import OrderSensitivity, order_sensitivity, taxonomy_of
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, wilson_interval
 from tempcore.diagnostics.table import DiagnosticsError
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tempcore.diagnostics.table import EncodedPredictions
 
 
 def _num(x: Any) -> float | None:
@@ -362,7 +367,7 @@ def agreement_measures(ca: np.ndarray, cb: np.ndarray, xa: np.ndarray | None = N
 
 
 def _audit(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     video: str,
     conditions: Sequence[str],
@@ -398,7 +403,7 @@ def _audit(
 
 
 def audit_ablations(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     video: str = "uniform",
     conditions: Sequence[str] = ABLATIONS,
@@ -423,7 +428,7 @@ def audit_ablations(
 
 
 def audit_ablations_json(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     video: str = "uniform",
     conditions: Sequence[str] = ABLATIONS,

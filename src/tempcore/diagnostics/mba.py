@@ -27,13 +27,16 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempcore.diagnostics.kernel import column_codes, combine_codes, constant_value, sorted_runs
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS, Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PARSES = ("extract", "first-char")
 INCOMPLETE_POLICIES = ("exclude", "present")
@@ -162,7 +165,7 @@ class _Samples:
     identity: bool = False  # every row its own sample, in order (of_row == first_row == 0..n-1)
 
 
-def _column_per_sample(table: Any, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
+def _column_per_sample(table: pa.Table, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
     """Codes (per sample) and values of predictions column ``name``; a sample whose rows disagree is an error."""
     codes, values = _encode(table.column(name))
     if s.identity:  # one row per sample: nothing to gather or to check
@@ -184,7 +187,7 @@ def _values_per_sample(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
 
 
 def _field_per_sample(
-    table: Any, name: str, s: _Samples, *, required: bool
+    table: pa.Table, name: str, s: _Samples, *, required: bool
 ) -> tuple[np.ndarray, list[Any], bool] | None:
     """A field per sample: the predictions column if there is one, else the samples' field.
 
@@ -208,7 +211,7 @@ def _field_per_sample(
     return (*_values_per_sample([None if v is _MISSING else v for v in values]), True)
 
 
-def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, Sequence[Any], str]:
+def _default_groups(table: pa.Table, s: _Samples) -> tuple[np.ndarray, Sequence[Any], str]:
     """Group codes per sample, the group values, and the rule used (:func:`mba_table`, group rules 2 and 3).
 
     From the sample ids (rule 3) the values are only counted, never shown: there they are the
@@ -306,7 +309,7 @@ def _split_binary_ids(ids: Any) -> tuple[np.ndarray, Any] | None:
 
 
 def _lookup_records(
-    table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None
+    table: pa.Table, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None
 ) -> list[Sample | None]:
     import pyarrow as pa
 
@@ -332,7 +335,7 @@ def _lookup_records(
 # --- the computation -------------------------------------------------------------------------
 
 
-def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
+def _first_char_correct(table: pa.Table, s: _Samples) -> np.ndarray:
     """TemporalBench's ``first-char`` rule per row (stated in :func:`mba_table`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -400,7 +403,7 @@ def _first_letter(texts: Any) -> np.ndarray:
 
 
 def mba_table(
-    table: Any,
+    table: pa.Table,
     *,
     samples: Iterable[Sample] | None = None,
     benchmark: str | None = None,
@@ -566,7 +569,7 @@ def _group_of(sample: Sample, group_by: str | None) -> Any:
     return None
 
 
-def _condition_columns(table: Any) -> list[str]:
+def _condition_columns(table: pa.Table) -> list[str]:
     """:func:`tempcore.diagnostics.accuracy.condition_columns` (``strategy``, ``mode`` and the condition
     columns that vary), a column of one value and no nulls told by its min / max (no hashing of every row)."""
     import pyarrow.compute as pc
@@ -597,7 +600,7 @@ def _correct_column(col: Any) -> np.ndarray:
     return _numpy(col, np.int64, 0)
 
 
-def _log_option_counts(table: Any, s: _Samples, n: int) -> np.ndarray | float:
+def _log_option_counts(table: pa.Table, s: _Samples, n: int) -> np.ndarray | float:
     """log(n_options) per row (NaN: unknown), or one number when every row has the same count
     (the samples' options, else the ``n_options`` column; a binarised id without either: 2)."""
     import pyarrow as pa

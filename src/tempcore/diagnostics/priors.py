@@ -40,12 +40,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
 from tempcore.records import LETTERS, Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 UNCERTAIN_PHRASES = (
     "not sure", "unsure", "none of the above", "none of above", "none of these", "none of them",
@@ -208,7 +211,7 @@ def _counts(codes: np.ndarray, names: Sequence[Any]) -> dict[Any, int]:
 
 
 def prediction_priors(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     samples: Iterable[Sample],
     *,
     field: str = "task",

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -36,6 +36,9 @@ from tempcore.diagnostics.kernel import DiagnosticsError as DiagnosticsError
 from tempcore.diagnostics.kernel import distinct, equal_mask, identifier_codes, unify_dictionaries
 from tempcore.errors import TempcoreError
 from tempcore.records import BUILT_IN_STRATEGIES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct")
 SCORINGS = ("hard", "soft", "circular")
@@ -69,7 +72,7 @@ def builtin_strategy_name(name: str) -> str:
     return lowered if lowered in BUILT_IN_STRATEGIES else name
 
 
-def prepare_table(table: Any, canonical: Callable[[str], str] = builtin_strategy_name) -> Any:
+def prepare_table(table: pa.Table, canonical: Callable[[str], str] = builtin_strategy_name) -> pa.Table:
     """The table with strategy names canonicalised by ``canonical`` (see the module doc); an error
     it raises (``canonical_strategy`` on a near miss such as ``maxprb``) becomes a TableError.
     Returns the table unchanged when every name is canonical."""
@@ -99,7 +102,7 @@ def prepare_table(table: Any, canonical: Callable[[str], str] = builtin_strategy
 
 
 def explain_empty(
-    table: Any,
+    table: pa.Table,
     strategy: str,
     mode: str | None,
     filters: Mapping[str, Any] | None = None,
@@ -142,7 +145,7 @@ def explain_empty(
     return f"{what}: {sub.num_rows} row(s) match"
 
 
-def check_models(table: Any, models: Sequence[str] | None) -> None:
+def check_models(table: pa.Table, models: Sequence[str] | None) -> None:
     """Every name in ``models`` has rows in ``table`` (TableError naming the table's models)."""
     if models is None:
         return
@@ -154,7 +157,7 @@ def check_models(table: Any, models: Sequence[str] | None) -> None:
         raise TableError(f"unknown model(s) {unknown}; the predictions have {held}")
 
 
-def check_fingerprints(table: Any, mask: np.ndarray | None = None, what: str = "predictions") -> None:
+def check_fingerprints(table: pa.Table, mask: np.ndarray | None = None, what: str = "predictions") -> None:
     """Refuse rows of one model name made by different model entries (``model_fingerprint``).
 
     Only the rows in ``mask`` (default: all) are compared; null fingerprints are skipped; a table
@@ -220,7 +223,7 @@ def check_scoring(enc: EncodedPredictions, mask: np.ndarray, scoring: str, what:
 class EncodedPredictions:
     """A tidy table with samples and models factorised to integer codes."""
 
-    table: Any  # pyarrow.Table
+    table: pa.Table
     sample_code: np.ndarray  # per row
     model_code: np.ndarray  # per row
     sample_benchmark: list[str]  # per sample
@@ -239,7 +242,7 @@ class EncodedPredictions:
         return cache[name]
 
     @classmethod
-    def from_table(cls, table: Any) -> EncodedPredictions:
+    def from_table(cls, table: pa.Table) -> EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
