@@ -717,7 +717,7 @@ def test_one_pass_prepare_equals_the_general_path(tmp_path, seed, monkeypatch):
     beside the conditions, some rows of other strategies, and the general path's errors for a
     duplicate, a missing correctness, a mixed ambiguous column (a number, a dictionary) and a task
     varying within a sample."""
-    import tempcore.diagnostics.ablations as ablations
+    import tempcore.diagnostics.ablation_arrays as ablation_arrays
     from tempcore.diagnostics.ablations import _prepare_by_chunk
     from tempcore.diagnostics.table import EncodedPredictions
 
@@ -747,7 +747,7 @@ def test_one_pass_prepare_equals_the_general_path(tmp_path, seed, monkeypatch):
               for r in rows]
     tv = _parquet_round_trip(tmp_path, varied, "varied")
     for cpus in (1, 2):
-        monkeypatch.setattr(ablations, "_cpu_count", lambda cpus=cpus: cpus)
+        monkeypatch.setattr(ablation_arrays, "_cpu_count", lambda cpus=cpus: cpus)
         got = _prepare_by_chunk(tv, conds, by=None, task_of_sample=None, n_options_of_sample=None, filters=None)
         assert got is not None
         np.testing.assert_array_equal(got.n_options, prepare(EncodedPredictions.from_table(tv), conds).n_options)

@@ -250,6 +250,19 @@ class FrameSet(_Record):
 GROUNDING_CORRECT_IOU = 0.5
 """A grounding prediction is stored ``correct`` = 1 when its IoU is at least this (R@0.5)."""
 
+EARLY_STOP_VARIANT = "early_stop"
+"""The ``variant`` of an early-stopped oracle's conditions (``oracle|...|window=i|...|variant=early_stop``):
+its rows hold the windows up to the first correct one only, so the analyses that need every window
+(Table 7) can tell them apart. Without ``early_stop`` the oracle's keys are unchanged."""
+
+BUILT_IN_STRATEGIES = frozenset({
+    "aks", "bolt", "gtcrop", "maxprob", "minprob", "noframe", "oracle", "random", "retrieval",
+    "retrieve_ground", "reversed", "shuffled", "single", "textonly", "uniform",
+})
+"""The frame-selection strategies tempcore registers itself, under exactly these names (the
+strategy registry of :mod:`tempcore.selection` holds them and any a user's package adds;
+``tests/test_kernel.py`` checks they agree)."""
+
 
 @dataclass(frozen=True)
 class Prediction(_Record):
@@ -377,4 +390,4 @@ class Failure(_Record):
 
 _NESTED: dict[str, dict[str, type[_Record]]] = {"Prediction": {"frames": FrameSet}}
 
-__all__ = ["GROUNDING_CORRECT_IOU", "LETTERS", "UNKNOWN_K", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]
+__all__ = ["BUILT_IN_STRATEGIES", "EARLY_STOP_VARIANT", "GROUNDING_CORRECT_IOU", "LETTERS", "UNKNOWN_K", "Condition", "Failure", "FrameSet", "Prediction", "Sample"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,6 +32,9 @@ from tempcore.diagnostics.table import (
     explain_empty,
     prepare_table,
 )
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 
 @dataclass
@@ -76,7 +79,7 @@ class Diagnosis:
 
 
 def diagnose(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     tau: float = 0.15,
     lam: float = 0.5,

@@ -34,10 +34,8 @@ Input: the tidy predictions table (``tempcore.tidy.table``): one row per predict
   matched ignoring case, unknown ``models`` named, rows of one model name with different
   ``model_fingerprint`` values refused), and a result with no group is a
   :class:`~tempcore.diagnostics.table.TableError`, never an empty table.
-* A blank (null) ``rotation`` is rotation 0, the original option order, as everywhere else in
-  tempcore (``diagnose``, the analyses, the exports): a table mixing blank and 0 has one rotation,
-  so neither a split group nor a ``rotation`` column; a prediction stored under both is a
-  duplicate.
+* A blank (null) ``rotation`` is rotation 0, the original option order
+  (:func:`blank_rotation_is_zero`).
 """
 
 from __future__ import annotations
@@ -46,12 +44,15 @@ import json
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempcore.errors import TempcoreError
 from tempcore.records import Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct")
 #: condition columns beyond strategy / mode, included in the grouping when they vary
@@ -154,26 +155,16 @@ class ResultTable:
 # --- grouping helpers ------------------------------------------------------------------------
 
 
-def group_codes(table: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
+def group_codes(table: pa.Table, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     """Dense group id per row for the combination of ``columns`` (nulls form their own value)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    from tempcore.diagnostics.kernel import value_codes
 
     n = table.num_rows
     combined = np.zeros(n, dtype=np.int64)
     radix = 1
     for name in columns:
-        col = table.column(name)
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        if pa.types.is_null(col.type):
-            codes, card = np.zeros(n, dtype=np.int64), 1
-        else:
-            enc = pc.dictionary_encode(col, null_encoding="encode")
-            codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            card = max(len(enc.dictionary), 1)
+        codes, values = value_codes(table.column(name))
+        card = max(len(values), 1)
         if radix * card >= 2**62:
             _, combined = np.unique(combined, return_inverse=True)
             radix = int(combined.max()) + 1 if n else 1
@@ -185,25 +176,30 @@ def group_codes(table: Any, columns: Sequence[str]) -> tuple[np.ndarray, int]:
     return inverse.astype(np.int64).ravel(), int(uniq.size)
 
 
-def _varying(table: Any, name: str) -> bool:
+def _varying(table: pa.Table, name: str) -> bool:
     import pyarrow.compute as pc
 
     return name in table.column_names and pc.count_distinct(table.column(name), mode="all").as_py() > 1
 
 
-def condition_columns(table: Any) -> list[str]:
+def condition_columns(table: pa.Table) -> list[str]:
     """``strategy``, ``mode`` and the condition columns that vary in ``table``."""
     return ["strategy", "mode"] + [c for c in CONDITION_COLUMNS if _varying(table, c)]
 
 
-def _check_columns(table: Any) -> None:
+def _check_columns(table: pa.Table) -> None:
     missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
     if missing:
         raise AccuracyError(f"predictions table lacks column(s) {missing}")
 
 
-def blank_rotation_is_zero(table: Any) -> Any:
-    """``table`` with null ``rotation`` values as 0 (the original option order); unchanged without the column."""
+def blank_rotation_is_zero(table: pa.Table) -> pa.Table:
+    """``table`` with null ``rotation`` values as 0 (the original option order); unchanged without the column.
+
+    As everywhere else in tempcore (``diagnose``, the analyses, the exports): a table mixing blank
+    and 0 has one rotation, so neither a split group nor a ``rotation`` column; a prediction stored
+    under both is a duplicate.
+    """
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -218,7 +214,7 @@ def blank_rotation_is_zero(table: Any) -> Any:
     return table.set_column(table.column_names.index("rotation"), "rotation", filled)
 
 
-def _check_duplicates(table: Any, cond: Sequence[str] | None = None) -> None:
+def _check_duplicates(table: pa.Table, cond: Sequence[str] | None = None) -> None:
     """Raise on a repeated (sample, model, condition, window); ``cond``: the varying condition columns."""
     cond = condition_columns(table) if cond is None else cond
     keys = ["benchmark", "sample_id", "model", *cond, "window"]
@@ -267,7 +263,7 @@ def _to_arrow(values: list[Any]) -> Any:
 
 
 def sample_field_columns(
-    table: Any,
+    table: pa.Table,
     fields: Sequence[str],
     samples: Iterable[Sample],
     *,
@@ -359,7 +355,7 @@ def _oracle_rows(oracle: Any, keys: Sequence[str]) -> Any:
 
 
 def _prepare(
-    table: Any,
+    table: pa.Table,
     by: Sequence[str],
     samples: Iterable[Sample] | None,
     benchmark: str | None,
@@ -412,7 +408,7 @@ def _prepare(
 
 
 def _aggregate(
-    table: Any, cond: list[str], by_cols: list[str], per_window: bool
+    table: pa.Table, cond: list[str], by_cols: list[str], per_window: bool
 ) -> tuple[Any, list[str]]:
     """Group the rows (oracle folded to one row per sample) and sum correct / n / incomplete."""
     import pyarrow as pa
@@ -498,7 +494,7 @@ def _sort_key(keys: Sequence[str]) -> Callable[[dict[str, Any]], tuple[Any, ...]
 
 
 def accuracy_table(
-    table: Any,
+    table: pa.Table,
     by: Sequence[str] = (),
     *,
     samples: Iterable[Sample] | None = None,
@@ -559,7 +555,7 @@ def accuracy_table(
 
 
 def nextqa_official(
-    table: Any,
+    table: pa.Table,
     samples: Iterable[Sample] | None = None,
     *,
     benchmark: str | None = "nextqa",
@@ -656,7 +652,7 @@ def nextqa_official(
     )
 
 
-def check_no_duplicates(table: Any) -> None:
+def check_no_duplicates(table: pa.Table) -> None:
     """Raise :class:`AccuracyError` when a prediction appears twice (see the module doc)."""
     _check_columns(table)
     _check_duplicates(blank_rotation_is_zero(table))

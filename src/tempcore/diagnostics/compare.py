@@ -33,7 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,6 +41,11 @@ from tempcore.diagnostics.accuracy import ResultTable
 from tempcore.diagnostics.core import INCOMPLETE
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, bootstrap_mean
 from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tempcore.diagnostics import Diagnosis
 
 #: The paper's benchmark groups (§4.2): short <= 3 min, long > 5 min. Keys are loader names.
 DEFAULT_GROUPS: dict[str, tuple[str, ...]] = {
@@ -75,7 +80,7 @@ class ConditionQuery:
         return " ".join(parts)
 
 
-def _encode(table: Any) -> EncodedPredictions:
+def _encode(table: pa.Table | EncodedPredictions) -> EncodedPredictions:
     return table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
 
 
@@ -157,7 +162,7 @@ def _delta_cols(a: str, b: str) -> list[str]:
 
 
 def compare_conditions(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     conditions: Sequence[ConditionQuery],
     comparisons: Sequence[tuple[str, str]] = (),
     *,
@@ -308,13 +313,13 @@ def shared_k(
 
 
 
-def _diagnosis_index(enc: EncodedPredictions, diagnosis: Any) -> np.ndarray:
+def _diagnosis_index(enc: EncodedPredictions, diagnosis: Diagnosis) -> np.ndarray:
     """For each encoded sample, its index in ``diagnosis`` (-1 when the diagnosis lacks it)."""
     pos = {(str(b), str(s)): i for i, (b, s) in enumerate(zip(diagnosis.benchmark, diagnosis.sample_id))}
     return np.array([pos.get((b, s), -1) for b, s in zip(enc.sample_benchmark, enc.sample_id)], dtype=np.int64)
 
 
-def _aligned(enc: EncodedPredictions, diagnosis: Any) -> tuple[np.ndarray, np.ndarray]:
+def _aligned(enc: EncodedPredictions, diagnosis: Diagnosis) -> tuple[np.ndarray, np.ndarray]:
     """(FSS, FSS category) per encoded sample; missing from the diagnosis -> NaN / incomplete."""
     idx = _diagnosis_index(enc, diagnosis)
     found = idx >= 0
@@ -326,7 +331,7 @@ def _aligned(enc: EncodedPredictions, diagnosis: Any) -> tuple[np.ndarray, np.nd
 
 
 
-def _per_benchmark(diagnosis: Any) -> dict[str, np.ndarray]:
+def _per_benchmark(diagnosis: Diagnosis) -> dict[str, np.ndarray]:
     b = np.asarray(diagnosis.benchmark, dtype=object)
     return {str(name): b == name for name in sorted(set(b.tolist()))}
 
@@ -336,7 +341,7 @@ def _frac(count: int, total: int) -> float | None:
 
 
 
-def frame_counts_from_table(table: Any, column: str = "n_frames") -> dict[tuple[str, str], int]:
+def frame_counts_from_table(table: pa.Table | EncodedPredictions, column: str = "n_frames") -> dict[tuple[str, str], int]:
     """{(benchmark, sample_id): L} from a predictions column (first non-null value per sample).
 
     Two different values for one sample are an error.

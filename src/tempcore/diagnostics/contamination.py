@@ -5,7 +5,7 @@ and a text-only LLM against the VLM built on the same backbone.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -20,8 +20,13 @@ from tempcore.diagnostics.compare import (
 )
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, bootstrap_mean
 
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-def noframe_only_models(table: Any) -> list[str]:
+    from tempcore.diagnostics.table import EncodedPredictions
+
+
+def noframe_only_models(table: pa.Table | EncodedPredictions) -> list[str]:
     """The models with no-frame rows but no MaxProb / MinProb row (any mode): text-only LLM probes.
 
     They are outside the diagnosis' panel by default (:mod:`tempcore.diagnostics.core`): the
@@ -36,7 +41,7 @@ def noframe_only_models(table: Any) -> list[str]:
 
 
 def text_only_probe(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     vlm_models: Sequence[str] | None = None,
     text_models: Sequence[str] | None = None,
@@ -105,7 +110,7 @@ def text_only_probe(
 
 
 def same_backbone_control(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     text_model: str,
     vlm_model: str,

@@ -6,42 +6,16 @@ end)`` seconds. Several ground-truth (GT) windows per item are given *flat*: arr
 order). Ranked predicted windows (moment-retrieval outputs) are given the same way:
 ``pred_start``, ``pred_end``, ``pred_score``, ``pred_item``, listed in the submission's order.
 
-Definitions and the choices made here (each one a parameter where users may want the other):
+Definitions (each stated in full, with the choices made where the papers leave one open, in the
+docstring of the function that implements it; each choice a parameter where users may want the other):
 
-* **IoU** of two intervals = intersection / hull, hull = ``max(ends) - min(starts)``
-  (ExtremeWhenBench; QVHighlights' paired IoU). For two intervals the hull equals the union
-  whenever they intersect and the intersection is 0 otherwise, so this is also the plain
-  union IoU (QVHighlights' cross IoU). Defined everywhere, never a division error:
-  a bound that is NaN or infinite (a parse failure) gives 0; a *reversed* span (start > end)
-  gives 0 (``reversed="invalid"``, default: it is not an interval) or is swapped first
-  (``reversed="swap"``); a zero hull (two identical zero-length spans) gives 0, as
-  QVHighlights' ``np.divide(..., where=union != 0)`` does. A zero-length span inside the
-  other has intersection 0, hence IoU 0.
-* **Several GT windows**: an item's IoU is its best IoU over its windows (the best-matching
-  window, QVHighlights' R1 rule); ties go to the first window listed. An item with no GT
-  window is not scorable: :func:`best_iou` returns NaN for it and the summaries exclude it
-  (counted as ``n_no_gt``).
-* **mIoU** = mean IoU over all scorable items, parse failures counting 0. **R@τ** = share of
-  items with IoU >= τ (ExtremeWhenBench, Charades-STA, QVHighlights); ``strict=True`` uses
-  IoU > τ (Ego4D-NLQ). **parse_fail** = share of items whose prediction is missing.
-* **Ranked windows** (:func:`moment_retrieval`): QVHighlights' ``standalone_eval/eval.py`` to the
-  letter: R1@τ scores the *first listed* window of a query (not the highest-scored) against its
-  best-IoU GT window; mAP uses the first ``max_pred_windows=10`` listed windows sorted by
-  descending score (stable: equal scores keep the listed order), greedily matched to unlocked
-  GT windows at each τ (a prediction takes the unlocked GT window of highest IoU >= τ; equal
-  IoUs go to the *later* GT window, as ``argsort()[::-1]`` does there); AP is the interpolated
-  area under the precision envelope (ActivityNet style); per-query APs are averaged over
-  queries, then over τ in 0.5:0.05:0.95 (thresholds rounded to 2 decimals as there). A query
-  with no predicted window has AP 0 and R1 0 (the original requires a window for every
-  query). Length bins (QVHighlights): short (0, 10], middle (10, 30], long (30, inf) seconds
-  (QVHighlights caps long at 150 s, its clip length; here no cap); a query enters a bin with
-  its GT windows of that length only, and only if it has one.
-* **Search vs localize** (:func:`search_localize`): a scorable item with IoU < ``fail_iou``
-  (0.05) is failed; a parse failure is its own class; a failed item with a prediction is a
-  *search* failure when its offset to the GT is > ``offset_s`` (300 s, ±5 min), else a
-  *localize* failure. Offsets, both reported: centre-to-centre ``|c_pred - c_gt|`` and
-  nearest-edge (the gap between the intervals, 0 when they touch or overlap). With several GT
-  windows the nearest window under each measure is used.
+* **IoU** of two intervals with the hull as union (ExtremeWhenBench; QVHighlights): :func:`iou`.
+* **Several GT windows**: an item's IoU is its best over its windows (QVHighlights' R1 rule):
+  :func:`best_iou`.
+* **mIoU**, **R@τ** and **parse_fail** over items: :func:`grounding_summary`.
+* **Ranked windows**: QVHighlights' R1@τ, mAP and length bins to the letter:
+  :func:`moment_retrieval`.
+* **Search vs localize** failures: :func:`search_localize`.
 """
 
 from __future__ import annotations
@@ -105,8 +79,17 @@ def iou_of_valid(ps: np.ndarray, pe: np.ndarray, gs: np.ndarray, ge: np.ndarray)
 def iou(
     pred_start: Any, pred_end: Any, gt_start: Any, gt_end: Any, *, reversed: str = "invalid"
 ) -> np.ndarray:
-    """Element-wise (broadcasting) IoU of intervals ``[pred_start, pred_end]`` and
-    ``[gt_start, gt_end]``, with the hull as union; 0 for invalid spans (see the module doc)."""
+    """Element-wise (broadcasting) IoU of intervals ``[pred_start, pred_end]`` and ``[gt_start, gt_end]``.
+
+    IoU = intersection / hull, hull = ``max(ends) - min(starts)`` (ExtremeWhenBench; QVHighlights'
+    paired IoU). For two intervals the hull equals the union whenever they intersect and the
+    intersection is 0 otherwise, so this is also the plain union IoU (QVHighlights' cross IoU).
+    Defined everywhere, never a division error: a bound that is NaN or infinite (a parse failure)
+    gives 0; a *reversed* span (start > end) gives 0 (``reversed="invalid"``, default: it is not an
+    interval) or is swapped first (``reversed="swap"``); a zero hull (two identical zero-length
+    spans) gives 0, as QVHighlights' ``np.divide(..., where=union != 0)`` does. A zero-length span
+    inside the other has intersection 0, hence IoU 0.
+    """
     ps, pe = valid_spans(pred_start, pred_end, reversed=reversed)
     gs, ge = valid_spans(gt_start, gt_end, reversed=reversed)
     return iou_of_valid(ps, pe, gs, ge)
@@ -133,8 +116,10 @@ def best_iou(
     """Per item: the best IoU over its GT windows and the flat index of that window.
 
     ``pred_start`` / ``pred_end`` have one entry per item (NaN = parse failure). Without
-    ``gt_item`` the GT arrays are one window per item. Returns ``(iou, window)``: ``iou`` NaN and
-    ``window`` -1 for an item without a GT window; ties go to the first window in flat order.
+    ``gt_item`` the GT arrays are one window per item. An item's IoU (:func:`iou`) is its best over
+    its GT windows (the best-matching window, QVHighlights' R1 rule). Returns ``(iou, window)``:
+    ``iou`` NaN and ``window`` -1 for an item without a GT window (not scorable: the summaries
+    exclude it, counted as ``n_no_gt``); ties go to the first window in flat order (listed order).
     """
     ps, pe = _f(pred_start), _f(pred_end)
     n = ps.shape[0]
@@ -192,8 +177,12 @@ def grounding_summary(
 ) -> dict[str, Any]:
     """``{"n", "miou", "recall": {...}, "parse_fail", "n_no_gt"}`` over items.
 
-    ``ious`` are per-item IoUs with the best GT window (NaN: no GT window, excluded); a parse
-    failure must already be IoU 0 (``parse_fail`` marks them, for the rate; default: none).
+    ``ious`` are per-item IoUs with the best GT window (NaN: no GT window, excluded, counted in
+    ``n_no_gt``); a parse failure must already be IoU 0 (``parse_fail`` marks them, for the rate;
+    default: none). **mIoU** = mean IoU over all scorable items, parse failures counting 0.
+    **R@τ** = share of items with IoU >= τ (ExtremeWhenBench, Charades-STA, QVHighlights);
+    ``strict=True`` uses IoU > τ (Ego4D-NLQ). **parse_fail** = share of items whose prediction is
+    missing.
     """
     v = _f(ious)
     scorable = ~np.isnan(v)
@@ -324,7 +313,19 @@ def moment_retrieval(
     bins: dict[str, tuple[float, float]] | None = LENGTH_BINS,
     reversed: str = "invalid",
 ) -> dict[str, Any]:
-    """QVHighlights moment-retrieval metrics over queries ``0..n_items-1`` (see the module doc).
+    """QVHighlights moment-retrieval metrics over queries ``0..n_items-1``.
+
+    QVHighlights' ``standalone_eval/eval.py`` to the letter: R1@τ scores the *first listed* window
+    of a query (not the highest-scored) against its best-IoU GT window; mAP uses the first
+    ``max_pred_windows=10`` listed windows sorted by descending score (stable: equal scores keep the
+    listed order), greedily matched to unlocked GT windows at each τ (a prediction takes the
+    unlocked GT window of highest IoU >= τ; equal IoUs go to the *later* GT window, as
+    ``argsort()[::-1]`` does there); AP is the interpolated area under the precision envelope
+    (ActivityNet style); per-query APs are averaged over queries, then over τ in 0.5:0.05:0.95
+    (thresholds rounded to 2 decimals as there). A query with no predicted window has AP 0 and R1 0
+    (the original requires a window for every query). Length bins (QVHighlights): short (0, 10],
+    middle (10, 30], long (30, inf) seconds (QVHighlights caps long at 150 s, its clip length; here
+    no cap); a query enters a bin with its GT windows of that length only, and only if it has one.
 
     Returns ``{"n", "r1": {"0.5": x, ...}, "map": mean over τ, "map_at": {"0.5": x, ...,
     "0.95": x}, "bins": {"short": {...same keys...}, ...}}`` (fractions; ``bins`` only when
@@ -408,7 +409,14 @@ def search_localize(
 ) -> dict[str, Any]:
     """Split failures (IoU < ``fail_iou``) into search (offset > ``offset_s``) and localize
     failures, under both offsets; parse failures are counted apart. Items with NaN IoU (no GT)
-    are excluded. Shares are of all failures (``n_failed``, parse failures included)."""
+    are excluded. Shares are of all failures (``n_failed``, parse failures included).
+
+    A scorable item with IoU < ``fail_iou`` (0.05) is failed; a parse failure is its own class; a
+    failed item with a prediction is a *search* failure when its offset to the GT is > ``offset_s``
+    (300 s, ±5 min), else a *localize* failure. Offsets (:func:`offsets`), both reported:
+    centre-to-centre ``|c_pred - c_gt|`` and nearest-edge (the gap between the intervals, 0 when
+    they touch or overlap). With several GT windows the nearest window under each measure is used.
+    """
     v = _f(ious)
     pf = np.asarray(parse_fail, bool)
     ok = ~np.isnan(v)

@@ -17,48 +17,8 @@ questions {C, N_i}; the M binary questions of one C form a *group*. Over the tid
   dataset / category. A group whose questions fall in two categories therefore counts once in each.
 * Each figure carries its counts and a Wilson interval (:func:`tempcore.diagnostics.stats.wilson_interval`).
 
-The group of a sample (first rule that applies):
-
-1. ``group_by``: a predictions column of that name, else a field of the samples (a metadata field,
-   or a Sample attribute such as ``video``).
-2. With the samples: ``metadata["binary_group"]`` (set by :func:`tempcore.benchmarks.binary.binarize`:
-   the original sample), else ``metadata["video_name"]`` (TemporalBench's own unit). A sample with
-   neither is an error.
-3. Without the samples: a sample id ``{original}#b{i}`` (a binarised sample) belongs to the group
-   ``original``; in a benchmark where no id has that form the groups cannot be told (error); a
-   sample id without the suffix next to binarised ones is a group of its own. A question with such
-   an id has two options when neither the samples nor an ``n_options`` column say otherwise.
-
-Correctness of a binary question (``parse``):
-
-* ``extract`` — the table's ``correct`` column: tempcore's answer extractor; a parse failure is a
-  wrong answer.
-* ``first-char`` — TemporalBench's rule: the first character of the raw ``response`` equals the
-  correct letter, case-insensitively (``GT.lower() == response[0].lower()``). The correct letter is
-  the one *shown*: the correct option index (the samples' answer, else the table's ``target``)
-  moved by the condition's ``rotation``. An empty or null response is wrong (the official script
-  raises on an empty one). No whitespace is stripped (the official script strips none).
-
-Incomplete groups (``incomplete``):
-
-* ``exclude`` (default): a group is complete for a model x condition when every sample of the group
-  has a prediction for it. The samples of a group are those of the annotations when they are given,
-  else every sample of the group that any model x condition of the benchmark answered. An
-  incomplete group is counted (``incomplete_groups``, including groups with no prediction at all)
-  and excluded from every figure: from MBA and chance MBA, and its questions from BA too, so BA and
-  MBA describe the same questions (the gap BA - MBA is then meaningful).
-* ``present``: TemporalBench's scorer — every prediction present counts; a group is scored over
-  the questions it has (a failed call that was never written makes its group easier);
-  ``incomplete_groups`` is 0.
-
-Other rules: oracle window rows (``window`` set) are not binary questions of a condition and are
-left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``strategy`` and
-``mode`` plus each of ``k, encoder, fps, seed, variant, rotation`` that varies in the table (as in
-:mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
-are fractions, not percentages.
-
-Everything is vectorised (numpy bincounts over dense codes; over 65536 rows a table in key order is
-summed over contiguous runs instead, with the same numbers); pyarrow and numpy only.
+The rules :func:`mba_table` applies (the group of a sample, the correctness of a binary question,
+incomplete groups, the rows used) are stated in its docstring.
 """
 
 from __future__ import annotations
@@ -67,12 +27,16 @@ import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tempcore.diagnostics.kernel import column_codes, combine_codes, constant_value, sorted_runs
 from tempcore.errors import TempcoreError
 from tempcore.records import LETTERS, Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PARSES = ("extract", "first-char")
 INCOMPLETE_POLICIES = ("exclude", "present")
@@ -144,215 +108,16 @@ class MBAResult:
 _RUNS_MIN_ROWS = 65536
 
 
-def _is_text(t: Any) -> bool:
-    import pyarrow as pa
-
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
-                or pa.types.is_large_binary(t))
-
-
-def _runs(c: np.ndarray, card: int) -> np.ndarray | None:
-    """The first position of each code when ``c`` is non-decreasing and takes every value of
-    ``0..card-1`` (codes of a sorted column: contiguous runs), else ``None``. ``c`` itself when it is
-    ``0, 1, ..., n-1`` (no copy)."""
-    n = c.size
-    if n == 0 or card < 1 or int(c[0]) != 0 or int(c[-1]) != card - 1:
-        return None
-    if not bool((c[1:] >= c[:-1]).all()):
-        return None
-    change = c[1:] != c[:-1]
-    k = int(np.count_nonzero(change))
-    if k != card - 1:  # a step larger than one: some code in between is absent
-        return None
-    if card == n:
-        return c  # 0..n-1: each row the first of its own code
-    first = np.empty(card, dtype=np.int64)
-    first[0] = 0
-    first[1:] = np.flatnonzero(change) + 1
-    return first
-
-
 def _encode(col: Any, *, need_values: bool = True) -> tuple[np.ndarray, Any]:
-    """Dense integer codes of a column (nulls get a code of their own) and the value of each code.
-
-    Codes are numbered by first occurrence (hashing), by the dictionary, or in sorted order (a sorted
-    text column: codes from its runs, ``0..n-1`` when every value differs); int32 or int64.
-    ``need_values=False``: the caller only counts the values; a sorted column may then return a range
-    of that length instead of them."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    n = len(col)
-    big = n > _RUNS_MIN_ROWS and col.null_count == 0
-    if big and (not _is_text(col.type) or col[0].as_py() == col[-1].as_py()):
-        # one value in every row (a model, a strategy, a K): no per-row codes to compute
-        # (np.zeros is lazily zeroed memory); a text column whose ends differ is not even tried
-        one = _constant(col)
-        if one is not None:
-            return np.zeros(n, np.int64), one
-    if big and _is_text(col.type):
-        # a sorted column (a store export is in key order): codes from runs of equal values, no
-        # hashing (and no copy of a chunked column)
-        head, tail = col.slice(0, n - 1), col.slice(1)
-        wide = np.int32 if n < 2**31 else np.int64  # narrow: fewer pages to touch
-        less = pc.less(head, tail)
-        if pc.all(less).as_py():  # strictly increasing: every row its own value, in order
-            return np.arange(n, dtype=wide), col
-        same = pc.equal(head, tail)
-        if pc.all(pc.or_(less, same)).as_py():
-            change = pc.invert(same).to_numpy(zero_copy_only=False)
-            codes = np.empty(n, dtype=wide)
-            codes[0] = 0
-            np.cumsum(change.view(np.int8), out=codes[1:], dtype=wide)
-            if not need_values:
-                return codes, range(int(codes[-1]) + 1)
-            starts = np.concatenate([[True], change])
-            return codes, col.filter(pa.array(starts))
-    if isinstance(col, pa.ChunkedArray):
-        if pa.types.is_dictionary(col.type) and col.num_chunks and \
-                sum(len(c.dictionary) for c in col.chunks) <= _RUNS_MIN_ROWS:
-            return _encode_small_dictionaries(col)
-        if pa.types.is_dictionary(col.type):
-            col = col.unify_dictionaries()
-            if col.num_chunks == 0:
-                return np.zeros(0, np.int64), pa.array([], type=col.type.value_type)
-            dictionary = col.chunk(0).dictionary
-            indices = np.concatenate(
-                [pc.fill_null(c.indices, -1).to_numpy(zero_copy_only=False).astype(np.int64) for c in col.chunks]
-            )
-            dedup = pc.dictionary_encode(dictionary)
-            remap = dedup.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-            values = dedup.dictionary
-            codes = remap[np.maximum(indices, 0)] if remap.size else np.zeros(indices.size, np.int64)
-            if (indices < 0).any():
-                codes[indices < 0] = len(values)
-                values = pa.concat_arrays([values, pa.nulls(1, type=values.type)])
-            return codes, values
-        col = col.combine_chunks() if col.num_chunks else pa.array([], type=col.type)
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    if pa.types.is_null(col.type):
-        return np.zeros(len(col), np.int64), pa.nulls(1 if len(col) else 0)
-    enc = pc.dictionary_encode(col, null_encoding="encode")
-    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), enc.dictionary
-
-
-def _encode_small_dictionaries(col: Any) -> tuple[np.ndarray, Any]:
-    """:func:`_encode` of a chunked dictionary column whose chunks carry small dictionaries (a Parquet
-    file's row groups): each chunk's indices mapped through a lookup table of its dictionary, written
-    in place (no unified copy of the column). The values are those of the unified dictionary, in the
-    same order (first occurrence over the chunks' dictionaries), a null last when there are nulls."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    dictionaries = [c.dictionary for c in col.chunks]
-    dedup = pc.dictionary_encode(pa.concat_arrays(dictionaries))
-    lut_all = dedup.indices.to_numpy(zero_copy_only=False).astype(np.int32)
-    values = dedup.dictionary
-    null_code = len(values)
-    codes = np.empty(len(col), dtype=np.int32)
-    at = start = 0
-    for c, d in zip(col.chunks, dictionaries):
-        lut = lut_all[start:start + len(d)]
-        start += len(d)
-        if len(c) == 0:
-            continue
-        idx = c.indices
-        part = codes[at:at + len(c)]
-        if idx.null_count:
-            filled = pc.fill_null(idx, 0).to_numpy(zero_copy_only=False)
-            part[:] = lut[filled] if lut.size else null_code
-            part[~idx.is_valid().to_numpy(zero_copy_only=False)] = null_code
-        else:
-            part[:] = lut[idx.to_numpy(zero_copy_only=False)]
-        at += len(c)
-    if col.null_count:
-        values = pa.concat_arrays([values, pa.nulls(1, type=values.type)])
-    return codes, values
-
-
-def _constant(col: Any) -> Any:
-    """The one-value array of a column (no nulls) that holds a single value, else ``None``."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    chunks = col.chunks if isinstance(col, pa.ChunkedArray) else [col]
-    if not chunks:
-        return None
-    if pa.types.is_dictionary(col.type):
-        chunks = [c for c in chunks if len(c)]
-        if not chunks:
-            return None
-        first = chunks[0].dictionary.take(pa.array([chunks[0].indices[0].as_py()]))
-        value = first[0].as_py()
-        for c in chunks:
-            if len(c.dictionary) == 1:  # the usual Parquet case: a one-entry dictionary per chunk
-                if c.dictionary[0].as_py() != value:
-                    return None
-                continue
-            idx = pc.min_max(c.indices).as_py()
-            if idx["min"] != idx["max"] or c.dictionary[idx["min"]].as_py() != value:
-                return None
-        return first
-    if not (pa.types.is_integer(col.type) or pa.types.is_string(col.type) or pa.types.is_large_string(col.type)):
-        return None
-    mm = pc.min_max(col).as_py()
-    if mm["min"] != mm["max"]:
-        return None
-    return pa.array([mm["min"]], type=col.type)
+    """:func:`tempcore.diagnostics.kernel.column_codes` with the run-based paths above :data:`_RUNS_MIN_ROWS`."""
+    return column_codes(col, runs_above=_RUNS_MIN_ROWS, need_values=need_values)
 
 
 def _combine(
     codes: Sequence[np.ndarray], cards: Sequence[int], n: int, *, need_first: bool = True
 ) -> tuple[np.ndarray, int, np.ndarray]:
-    """Dense ids of the combination of code arrays, their number, and the first position of each id
-    (an empty array when not ``need_first``).
-
-    Small key ranges are densified with a bincount (O(n)); large ones with ``np.unique``.
-    """
-    keep = [(c, int(card)) for c, card in zip(codes, cards) if int(card) > 1]
-    if not keep and n:  # every code constant: one id
-        return np.zeros(n, np.int64), 1, np.zeros(1, np.int64)
-    if len(keep) == 1 and n:
-        # one varying code: dense already when every code occurs (then no remapping is needed)
-        c, card = keep[0]
-        if n > _RUNS_MIN_ROWS:
-            first_of_run = _runs(c, card)  # sorted codes: first positions without a scatter
-            if first_of_run is not None:
-                return c, card, first_of_run if need_first else np.zeros(0, np.int64)
-        counts = np.bincount(c, minlength=card)
-        if counts.size == card and (counts > 0).all():
-            if not need_first:
-                return c, card, np.zeros(0, np.int64)
-            first = np.empty(card, dtype=np.int64)
-            first[c[::-1]] = np.arange(n - 1, -1, -1)
-            return c, card, first
-    combined = np.zeros(n, dtype=np.int64)
-    radix = 1
-    for c, card in keep:
-        card = max(int(card), 1)
-        if radix * card >= 2**62:
-            _, combined = np.unique(combined, return_inverse=True)
-            combined = combined.astype(np.int64).ravel()
-            radix = int(combined.max()) + 1 if n else 1
-        combined = combined * card + c
-        radix *= card
-    if n == 0:
-        return combined, 0, np.zeros(0, np.int64)
-    if radix <= max(4 * n, 1 << 16):
-        present = np.bincount(combined, minlength=radix) > 0
-        remap = np.cumsum(present) - 1
-        ids = remap[combined]
-        k = int(present.sum())
-    else:
-        _, ids = np.unique(combined, return_inverse=True)
-        ids = ids.astype(np.int64).ravel()
-        k = int(ids.max()) + 1
-    if not need_first:
-        return ids, k, np.zeros(0, np.int64)
-    first = np.empty(k, dtype=np.int64)
-    first[ids[::-1]] = np.arange(n - 1, -1, -1)
-    return ids, k, first
+    """:func:`tempcore.diagnostics.kernel.combine_codes` with the run-based path above :data:`_RUNS_MIN_ROWS`."""
+    return combine_codes(codes, cards, n, runs_above=_RUNS_MIN_ROWS, need_first=need_first)
 
 
 def _numpy(col: Any, dtype: Any, fill: float) -> np.ndarray:
@@ -400,7 +165,7 @@ class _Samples:
     identity: bool = False  # every row its own sample, in order (of_row == first_row == 0..n-1)
 
 
-def _column_per_sample(table: Any, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
+def _column_per_sample(table: pa.Table, name: str, s: _Samples) -> tuple[np.ndarray, list[Any]]:
     """Codes (per sample) and values of predictions column ``name``; a sample whose rows disagree is an error."""
     codes, values = _encode(table.column(name))
     if s.identity:  # one row per sample: nothing to gather or to check
@@ -422,7 +187,7 @@ def _values_per_sample(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
 
 
 def _field_per_sample(
-    table: Any, name: str, s: _Samples, *, required: bool
+    table: pa.Table, name: str, s: _Samples, *, required: bool
 ) -> tuple[np.ndarray, list[Any], bool] | None:
     """A field per sample: the predictions column if there is one, else the samples' field.
 
@@ -446,8 +211,8 @@ def _field_per_sample(
     return (*_values_per_sample([None if v is _MISSING else v for v in values]), True)
 
 
-def _default_groups(table: Any, s: _Samples) -> tuple[np.ndarray, Sequence[Any], str]:
-    """Group codes per sample, the group values, and the rule used (module doc, rules 2 and 3).
+def _default_groups(table: pa.Table, s: _Samples) -> tuple[np.ndarray, Sequence[Any], str]:
+    """Group codes per sample, the group values, and the rule used (:func:`mba_table`, group rules 2 and 3).
 
     From the sample ids (rule 3) the values are only counted, never shown: there they are the
     group names followed by ``#b`` (:func:`_binary_group_keys`), or a range of their number."""
@@ -544,7 +309,7 @@ def _split_binary_ids(ids: Any) -> tuple[np.ndarray, Any] | None:
 
 
 def _lookup_records(
-    table: Any, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None
+    table: pa.Table, s_first: np.ndarray, samples: Iterable[Sample], benchmark: str | None
 ) -> list[Sample | None]:
     import pyarrow as pa
 
@@ -570,8 +335,8 @@ def _lookup_records(
 # --- the computation -------------------------------------------------------------------------
 
 
-def _first_char_correct(table: Any, s: _Samples) -> np.ndarray:
-    """TemporalBench's rule per row (module doc)."""
+def _first_char_correct(table: pa.Table, s: _Samples) -> np.ndarray:
+    """TemporalBench's ``first-char`` rule per row (stated in :func:`mba_table`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -638,7 +403,7 @@ def _first_letter(texts: Any) -> np.ndarray:
 
 
 def mba_table(
-    table: Any,
+    table: pa.Table,
     *,
     samples: Iterable[Sample] | None = None,
     benchmark: str | None = None,
@@ -656,8 +421,49 @@ def mba_table(
     sample fields the predictions lack, TemporalBench's ``video_name`` groups, and for the complete
     list of each group's questions); matched on ``sample_id`` when ``benchmark`` is given, else on
     (benchmark, sample_id); a predicted sample they lack is an error. ``parse``: ``extract`` or
-    ``first-char``; ``incomplete``: ``exclude`` or ``present``. Every rule is in the module docstring.
-    ``by_dataset`` / ``by_category`` are empty when the field is in neither the predictions nor the samples.
+    ``first-char``; ``incomplete``: ``exclude`` or ``present``. The figures are those of the module
+    docstring. ``by_dataset`` / ``by_category`` are empty when the field is in neither the predictions
+    nor the samples.
+
+    The group of a sample (first rule that applies):
+
+    1. ``group_by``: a predictions column of that name, else a field of the samples (a metadata field,
+       or a Sample attribute such as ``video``).
+    2. With the samples: ``metadata["binary_group"]`` (set by :func:`tempcore.benchmarks.binary.binarize`:
+       the original sample), else ``metadata["video_name"]`` (TemporalBench's own unit). A sample with
+       neither is an error.
+    3. Without the samples: a sample id ``{original}#b{i}`` (a binarised sample) belongs to the group
+       ``original``; in a benchmark where no id has that form the groups cannot be told (error); a
+       sample id without the suffix next to binarised ones is a group of its own. A question with such
+       an id has two options when neither the samples nor an ``n_options`` column say otherwise.
+
+    Correctness of a binary question (``parse``):
+
+    * ``extract`` — the table's ``correct`` column: tempcore's answer extractor; a parse failure is a
+      wrong answer.
+    * ``first-char`` — TemporalBench's rule: the first character of the raw ``response`` equals the
+      correct letter, case-insensitively (``GT.lower() == response[0].lower()``). The correct letter is
+      the one *shown*: the correct option index (the samples' answer, else the table's ``target``)
+      moved by the condition's ``rotation``. An empty or null response is wrong (the official script
+      raises on an empty one). No whitespace is stripped (the official script strips none).
+
+    Incomplete groups (``incomplete``):
+
+    * ``exclude`` (default): a group is complete for a model x condition when every sample of the group
+      has a prediction for it. The samples of a group are those of the annotations when they are given,
+      else every sample of the group that any model x condition of the benchmark answered. An
+      incomplete group is counted (``incomplete_groups``, including groups with no prediction at all)
+      and excluded from every figure: from MBA and chance MBA, and its questions from BA too, so BA and
+      MBA describe the same questions (the gap BA - MBA is then meaningful).
+    * ``present``: TemporalBench's scorer — every prediction present counts; a group is scored over
+      the questions it has (a failed call that was never written makes its group easier);
+      ``incomplete_groups`` is 0.
+
+    Other rules: oracle window rows (``window`` set) are not binary questions of a condition and are
+    left out (their count is in ``meta["oracle_rows_skipped"]``). A condition is ``strategy`` and
+    ``mode`` plus each of ``k, encoder, fps, seed, variant, rotation`` that varies in the table (as in
+    :mod:`tempcore.diagnostics.accuracy`). A repeated (sample, model, condition) is an error. Figures
+    are fractions, not percentages.
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -763,7 +569,7 @@ def _group_of(sample: Sample, group_by: str | None) -> Any:
     return None
 
 
-def _condition_columns(table: Any) -> list[str]:
+def _condition_columns(table: pa.Table) -> list[str]:
     """:func:`tempcore.diagnostics.accuracy.condition_columns` (``strategy``, ``mode`` and the condition
     columns that vary), a column of one value and no nulls told by its min / max (no hashing of every row)."""
     import pyarrow.compute as pc
@@ -777,7 +583,7 @@ def _condition_columns(table: Any) -> list[str]:
         col = table.column(name)
         if col.null_count == len(col):
             continue  # one value (null) or none
-        if col.null_count == 0 and _constant(col) is not None:
+        if col.null_count == 0 and constant_value(col) is not None:
             continue
         if pc.count_distinct(col, mode="all").as_py() > 1:
             out.append(name)
@@ -794,7 +600,7 @@ def _correct_column(col: Any) -> np.ndarray:
     return _numpy(col, np.int64, 0)
 
 
-def _log_option_counts(table: Any, s: _Samples, n: int) -> np.ndarray | float:
+def _log_option_counts(table: pa.Table, s: _Samples, n: int) -> np.ndarray | float:
     """log(n_options) per row (NaN: unknown), or one number when every row has the same count
     (the samples' options, else the ``n_options`` column; a binarised id without either: 2)."""
     import pyarrow as pa
@@ -806,7 +612,7 @@ def _log_option_counts(table: Any, s: _Samples, n: int) -> np.ndarray | float:
         n_opt = per_sample if s.identity else per_sample[s.of_row]
     elif "n_options" in table.column_names:
         col = table.column("n_options")
-        one = _constant(col) if col.null_count == 0 and len(col) and not pa.types.is_dictionary(col.type) else None
+        one = constant_value(col) if col.null_count == 0 and len(col) and not pa.types.is_dictionary(col.type) else None
         n_opt = float(one[0].as_py()) if one is not None else _numpy(col, np.float64, 0.0)
     else:
         n_opt = 0.0
@@ -843,7 +649,7 @@ def _cell_sums(
     summed over the runs; otherwise by bincounts over dense cell codes. Both give the same numbers."""
     n = unit.size
     if n > _RUNS_MIN_ROWS and n_cond == 1:
-        first = _runs(unit, n_units)
+        first = sorted_runs(unit, n_units)
         if first is not None:
             rows = np.diff(first, append=n)
             width = np.int32 if ok.dtype.itemsize <= 2 and n < 2**31 // 256 else np.int64
@@ -880,7 +686,7 @@ def _units(
         [s.bench, g_codes, l_codes], [len(s.bench_values), n_groups, n_label_values], s.n
     )
     runs = s.n > _RUNS_MIN_ROWS and bool((unit_first_s[1:] > unit_first_s[:-1]).all()) and \
-        _runs(unit_of_s, n_units) is not None
+        sorted_runs(unit_of_s, n_units) is not None
     unit = unit_of_s if s.identity else unit_of_s[s.of_row]
     return _Units(unit_of_s, n_units, unit_first_s, runs, _cell_sums(cid, n_cond, unit, n_units, ok, logn))
 

@@ -45,12 +45,15 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempcore.errors import TempcoreError
 from tempcore.records import Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 TASK_FIELDS = ("task", "task_type", "question_type", "category", "type")
 ALTERNATIVES = ("two-sided", "greater", "less")
@@ -248,7 +251,7 @@ def audit_options(
 
 
 def centroid_picks(
-    table: Any,
+    table: pa.Table,
     samples: Iterable[Sample] | OptionGeometry,
     *,
     benchmark: str | None = None,

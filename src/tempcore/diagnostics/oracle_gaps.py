@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -40,6 +40,12 @@ from tempcore.diagnostics.compare import (
 )
 from tempcore.diagnostics.core import FSS_CATEGORIES, INCOMPLETE
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP, bootstrap_mean, spearman
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tempcore.diagnostics import Diagnosis
+    from tempcore.diagnostics.table import EncodedPredictions
 
 
 @dataclass
@@ -58,8 +64,8 @@ class SampleGaps:
 
 
 def sample_oracle_gaps(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     *,
     uniform: ConditionQuery | None = None,
     oracle: ConditionQuery | None = None,
@@ -89,7 +95,7 @@ def sample_oracle_gaps(
     )
 
 
-def oracle_gap_per_sample(table: Any, diagnosis: Any, **kwargs: Any) -> ResultTable:
+def oracle_gap_per_sample(table: pa.Table | EncodedPredictions, diagnosis: Diagnosis, **kwargs: Any) -> ResultTable:
     """Per-sample rows (benchmark, sample_id, fss, abs_fss, fss_category, gap, n_models): Fig. 10's scatter."""
     g = sample_oracle_gaps(table, diagnosis, **kwargs)
     rows = [
@@ -103,8 +109,8 @@ def oracle_gap_per_sample(table: Any, diagnosis: Any, **kwargs: Any) -> ResultTa
 
 
 def oracle_gap_by_fss_category(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     *,
     uniform: ConditionQuery | None = None,
     oracle: ConditionQuery | None = None,
@@ -151,8 +157,8 @@ def _quantise(values: np.ndarray, width: float | None) -> np.ndarray:
 
 
 def oracle_gap_by_fss_bin(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     *,
     bin_width: float | None = None,
     min_samples: int = 5,
@@ -203,8 +209,8 @@ def oracle_gap_by_fss_bin(
 
 
 def oracle_gap_vs_abs_fss(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     *,
     n_bins: int = 10,
     min_samples: int = 1,
@@ -245,20 +251,20 @@ def oracle_gap_vs_abs_fss(
     )
 
 
-def early_stopped_oracle_rows(table: Any, mask: np.ndarray | None = None) -> int:
+def early_stopped_oracle_rows(table: pa.Table | EncodedPredictions, mask: np.ndarray | None = None) -> int:
     """How many oracle rows (of ``mask``, default: all) come from an early-stopped oracle (variant
     ``early_stop``): such a run holds each (sample, model)'s windows up to its first correct one
     only, so an analysis of every window's answer cannot use it."""
     import pyarrow as pa
 
-    from tempcore.diagnostics.table import _equal
-    from tempcore.run.config import EARLY_STOP_VARIANT
+    from tempcore.diagnostics.kernel import equal_mask
+    from tempcore.records import EARLY_STOP_VARIANT
 
     enc = _encode(table)
     if "variant" not in enc.table.column_names or pa.types.is_null(enc.table.column("variant").type):
         return 0
     oracle = enc.rows("oracle", None, {}) if mask is None else mask
-    return int((oracle & _equal(enc.table.column("variant"), EARLY_STOP_VARIANT)).sum())
+    return int((oracle & equal_mask(enc.table.column("variant"), EARLY_STOP_VARIANT)).sum())
 
 
 EVERY_WINDOW = ("needs every oracle window: the oracle ran with early_stop (it stops at the first correct "
@@ -324,8 +330,8 @@ def _index_stats(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.nd
 
 
 def correct_window_centroids(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     *,
     oracle: ConditionQuery | None = None,
     models: Sequence[str] | None = None,

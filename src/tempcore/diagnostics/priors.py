@@ -40,12 +40,15 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tempcore.diagnostics.table import DiagnosticsError, EncodedPredictions
 from tempcore.records import LETTERS, Sample
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 UNCERTAIN_PHRASES = (
     "not sure", "unsure", "none of the above", "none of above", "none of these", "none of them",
@@ -208,7 +211,7 @@ def _counts(codes: np.ndarray, names: Sequence[Any]) -> dict[Any, int]:
 
 
 def prediction_priors(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     samples: Iterable[Sample],
     *,
     field: str = "task",
@@ -216,7 +219,7 @@ def prediction_priors(
 ) -> list[dict[str, Any]]:
     """Per model x condition (strategy) x benchmark x task: the chosen-answer distributions against
     the label prior (see the module docstring). Every predicted sample must be in ``samples``."""
-    from tempcore.diagnostics.ablations import _column_codes
+    from tempcore.diagnostics.kernel import dictionary_codes
 
     enc = table if isinstance(table, EncodedPredictions) else EncodedPredictions.from_table(table)
     t = enc.table
@@ -244,7 +247,7 @@ def prediction_priors(
     task_names = list(tasks)
     keep = enc.rotations() == 0
     keep &= np.isnan(enc.numeric("window"))
-    s_codes, s_names = _column_codes(t, "strategy")
+    s_codes, s_names = dictionary_codes(t.column("strategy"))
     if conditions is not None:
         wanted = np.array([v in set(conditions) for v in s_names] + [False])
         keep &= wanted[s_codes]

@@ -6,7 +6,7 @@ K / L (Table 14; L from the predictions' ``n_frames`` column, never assumed).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,12 @@ from tempcore.diagnostics.compare import (
 from tempcore.diagnostics.core import FSS_CATEGORIES, INCOMPLETE, fss_categories, summarize, taxonomy
 from tempcore.diagnostics.stats import spearman
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tempcore.diagnostics import Diagnosis
+    from tempcore.diagnostics.table import EncodedPredictions
+
 #: K/L bin edges of Table 14. The paper names only the "<0.10" bin (and a "highest coverage bin" that
 #: only MVBench reaches); the other edges are our choice: [0, .10), [.10, .25), [.25, .50),
 #: [.50, 1.00) and [1.00, inf) -- the last holds videos with no more frames than the budget.
@@ -31,7 +37,7 @@ DEFAULT_TAUS: tuple[float, ...] = (0.0, 0.05, 0.10, 0.15, 0.20, 0.25, 0.30, 0.40
 DEFAULT_LAMBDAS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
 
 
-def key_antikey_fractions(diagnosis: Any) -> ResultTable:
+def key_antikey_fractions(diagnosis: Diagnosis) -> ResultTable:
     """Table 3: Key, Non-key and Anti-key fractions per benchmark and the Key / Anti-key ratio.
 
     Fractions of the samples with an FSS (``n``); ``incomplete`` counts the others. The ratio is
@@ -53,7 +59,7 @@ def key_antikey_fractions(diagnosis: Any) -> ResultTable:
     )
 
 
-def benchmark_profiles(diagnosis: Any) -> ResultTable:
+def benchmark_profiles(diagnosis: Diagnosis) -> ResultTable:
     """Table 4: the taxonomy per benchmark (counts and fractions of the complete samples) and TPI.
 
     From ``Diagnosis.benchmarks``; TPI = TempSens / (N - Trivial), ``None`` when undefined.
@@ -76,7 +82,7 @@ def benchmark_profiles(diagnosis: Any) -> ResultTable:
     )
 
 
-def lis_fss_spearman(diagnosis: Any) -> ResultTable:
+def lis_fss_spearman(diagnosis: Diagnosis) -> ResultTable:
     """§7.1: Spearman correlation of LIS and FSS per benchmark (complete samples)."""
     f = np.asarray(diagnosis.fss, dtype=np.float64)
     li = np.asarray(diagnosis.lis, dtype=np.float64)
@@ -90,7 +96,7 @@ def lis_fss_spearman(diagnosis: Any) -> ResultTable:
 
 
 def threshold_sweep(
-    diagnosis: Any,
+    diagnosis: Diagnosis,
     *,
     taus: Sequence[float] = DEFAULT_TAUS,
     lambdas: Sequence[float] | None = None,
@@ -124,7 +130,7 @@ def threshold_sweep(
 
 
 def abs_fss_by_coverage(
-    diagnosis: Any,
+    diagnosis: Diagnosis,
     n_frames: Mapping[Any, int],
     *,
     k: int = 32,
@@ -182,8 +188,8 @@ def abs_fss_by_coverage(
 
 
 def frame_coverage(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     *,
     k: int | None = None,
     edges: Sequence[float] = DEFAULT_COVERAGE_EDGES,

@@ -9,7 +9,7 @@ Each is a :func:`~tempcore.diagnostics.compare.compare_conditions` table; the sh
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,9 +25,12 @@ from tempcore.diagnostics.compare import (
 from tempcore.diagnostics.stats import DEFAULT_BOOTSTRAP
 from tempcore.diagnostics.table import EncodedPredictions
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
 
 def q_vs_qa_maxprob(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     filters: Mapping[str, Any] | None = None,
     models: Sequence[str] | None = None,
@@ -69,7 +72,7 @@ def q_vs_qa_maxprob(
 
 
 def maxprob_vs_minprob(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     mode: str = "qa",
     filters: Mapping[str, Any] | None = None,
@@ -95,7 +98,7 @@ def maxprob_vs_minprob(
 
 
 def uniform_vs_oracle(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     filters: Mapping[str, Any] | None = None,
     models: Sequence[str] | None = None,
@@ -117,7 +120,7 @@ def uniform_vs_oracle(
 
 
 def strategy_baselines(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     mode: str = "qa",
     strategies: Sequence[str] = ("maxprob", "random", "uniform", "minprob"),
@@ -142,7 +145,7 @@ def strategy_baselines(
 
 
 def accuracy_by_setting(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     column: str,
     *,
     strategy: str = "maxprob",
@@ -191,7 +194,7 @@ def accuracy_by_setting(
 
 
 def k_ablation(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     strategy: str = "maxprob",
     mode: str = "q",
@@ -224,7 +227,7 @@ def k_ablation(
 
 
 def encoder_comparison(
-    table: Any,
+    table: pa.Table | EncodedPredictions,
     *,
     strategy: str = "maxprob",
     mode: str = "q",

@@ -8,11 +8,13 @@ vectorised (pyarrow compute + numpy) so millions of rows take seconds.
 This is also the one place where a table is checked against what a score asks of it, for
 ``diagnose``, ``accuracy``, ``report`` and ``export tempcore`` alike (the CLI adds nothing):
 
-* :func:`prepare_table` canonicalises strategy names with
-  :func:`tempcore.selection.registry.canonical_strategy` (the rule the table importer uses too): a
-  value equal to a known strategy up to case (``MaxProb``) becomes the registered name
-  (``maxprob``); a near miss (``maxprb``) is an error that suggests it; any other value (a custom
-  condition of a table made elsewhere) is kept as it is.
+* :func:`prepare_table` canonicalises strategy names with the rule its caller gives (``canonical``):
+  by default :func:`builtin_strategy_name`, a value equal to a built-in strategy up to case and
+  surrounding blanks (``MaxProb``) becomes its name (``maxprob``) and any other value is kept. A
+  table read from a file (:mod:`tempcore.tidy`) has already been through the full rule,
+  ``tempcore.selection.registry.canonical_strategy``, which also knows a user's strategies and
+  rejects a near miss (``maxprb``) with a suggestion; pass it as ``canonical`` to apply it to a
+  table made in memory (the diagnostics import nothing of :mod:`tempcore.selection`).
 * :func:`explain_empty` says why a condition's filters selected no row, naming what the table
   holds ("maxprob (qa-mode): the table has k 8; --k asked for 32"); :class:`TableError` carries it.
 * :func:`check_scoring` rejects ``circular`` on rows without several option rotations and
@@ -24,22 +26,24 @@ This is also the one place where a table is checked against what a score asks of
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tempcore.diagnostics.kernel import DiagnosticsError as DiagnosticsError
+from tempcore.diagnostics.kernel import distinct, equal_mask, identifier_codes, unify_dictionaries
 from tempcore.errors import TempcoreError
+from tempcore.records import BUILT_IN_STRATEGIES
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 REQUIRED_COLUMNS = ("benchmark", "sample_id", "model", "strategy", "mode", "k", "window", "correct")
 SCORINGS = ("hard", "soft", "circular")
 # Columns whose values must be unique among the rows a score uses, unless the caller filters them.
 _AMBIGUOUS = ("k", "encoder", "fps", "seed", "variant")
-
-
-class DiagnosticsError(TempcoreError):
-    """The predictions cannot give the asked-for score (missing column, ambiguous condition...)."""
 
 
 class TableError(DiagnosticsError):
@@ -53,67 +57,37 @@ FLAGS = {"k": "--k", "encoder": "--encoder", "mode": "--fss-mode", "models": "--
 FINGERPRINT_COLUMN = "model_fingerprint"
 
 
-def _distinct(column: Any) -> list[Any]:
-    """Distinct non-null values of a pyarrow column, sorted (as text when types differ)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks() if column.num_chunks else pa.array([], type=column.type)
-    if pa.types.is_dictionary(column.type):
-        # the used dictionary entries (unique of the small integer codes), not a cast of every row
-        column = column.dictionary.take(pc.unique(column.indices).drop_null())
-    return sorted(pc.unique(column).drop_null().to_pylist(), key=lambda v: (str(type(v)), v))
-
-
-def _equal(column: Any, value: Any) -> np.ndarray:
-    """``pc.fill_null(pc.equal(column, value), False)`` as numpy bool; a dictionary column is
-    compared on its (small) dictionary and the result gathered through the codes."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if not pa.types.is_dictionary(column.type):
-        plain: np.ndarray = pc.fill_null(pc.equal(column, value), False).to_numpy(zero_copy_only=False)
-        return plain
-    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
-    parts = []
-    for chunk in chunks:
-        lut = pc.fill_null(pc.equal(chunk.dictionary, value), False).to_numpy(zero_copy_only=False)
-        if not lut.any():
-            parts.append(np.zeros(len(chunk), dtype=bool))
-            continue
-        idx = chunk.indices
-        part = lut[pc.fill_null(idx, 0).to_numpy(zero_copy_only=False) if idx.null_count
-                   else idx.to_numpy(zero_copy_only=False)]
-        if idx.null_count:
-            part &= idx.is_valid().to_numpy(zero_copy_only=False)
-        parts.append(part)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
-
-
 def _listing(values: Sequence[Any], limit: int = 8) -> str:
     shown = ", ".join(str(v) for v in values[:limit])
     return shown + (f", ... ({len(values)} in all)" if len(values) > limit else "") if values else "none"
 
 
-def prepare_table(table: Any) -> Any:
-    """The table with strategy names canonicalised (see the module doc); raises TableError on a
-    near-miss such as ``maxprb``. Returns the table unchanged when every name is canonical."""
+def builtin_strategy_name(name: str) -> str:
+    """The default strategy-name rule of :func:`prepare_table`: ``name`` equal to one of
+    :data:`tempcore.records.BUILT_IN_STRATEGIES` up to case and surrounding blanks becomes that
+    name (``" MaxProb"`` -> ``maxprob``); any other name is returned as given."""
+    if name in BUILT_IN_STRATEGIES:
+        return name
+    lowered = name.strip().lower()
+    return lowered if lowered in BUILT_IN_STRATEGIES else name
+
+
+def prepare_table(table: pa.Table, canonical: Callable[[str], str] = builtin_strategy_name) -> pa.Table:
+    """The table with strategy names canonicalised by ``canonical`` (see the module doc); an error
+    it raises (``canonical_strategy`` on a near miss such as ``maxprb``) becomes a TableError.
+    Returns the table unchanged when every name is canonical."""
 
     import pyarrow as pa
     import pyarrow.compute as pc
 
     if "strategy" not in table.column_names:
         return table
-    from tempcore.selection import SelectionError
-    from tempcore.selection.registry import canonical_strategy
-
     mapping: dict[str, str] = {}
-    for value in _distinct(table.column("strategy")):
+    for value in distinct(table.column("strategy")):
         text = str(value)
         try:
-            name = canonical_strategy(text)
-        except SelectionError as exc:
+            name = canonical(text)
+        except TempcoreError as exc:
             raise TableError(f"the predictions' strategy column: {exc}") from exc
         if name != text:
             mapping[text] = name
@@ -128,7 +102,7 @@ def prepare_table(table: Any) -> Any:
 
 
 def explain_empty(
-    table: Any,
+    table: pa.Table,
     strategy: str,
     mode: str | None,
     filters: Mapping[str, Any] | None = None,
@@ -144,12 +118,12 @@ def explain_empty(
     what = strategy + (f" ({mode}-mode)" if mode else "")
     if table.num_rows == 0:
         return f"{what}: the predictions table has no rows at all"
-    strategies = _distinct(table.column("strategy"))
+    strategies = distinct(table.column("strategy"))
     sub = table.filter(pc.fill_null(pc.equal(table.column("strategy"), strategy), False))
     if sub.num_rows == 0:
         return f"{what}: the table has no {strategy} rows (its strategies: {_listing(strategies)})"
     if mode is not None:
-        held = _distinct(sub.column("mode"))
+        held = distinct(sub.column("mode"))
         sub = sub.filter(pc.fill_null(pc.equal(sub.column("mode"), mode), False))
         if sub.num_rows == 0:
             return f"{what}: the table's {strategy} rows have mode {_listing(held)}; {flags['mode']} asked for {mode}"
@@ -158,12 +132,12 @@ def explain_empty(
             continue
         if col not in sub.column_names:
             return f"{what}: the table has no {col!r} column; {flags.get(col, col)} asked for {value}"
-        held = _distinct(sub.column(col))
+        held = distinct(sub.column(col))
         sub = sub.filter(pc.fill_null(pc.equal(sub.column(col), value), False))
         if sub.num_rows == 0:
             return f"{what}: the table has {col} {_listing(held)}; {flags.get(col, col)} asked for {value}"
     if models is not None:
-        held = _distinct(sub.column("model"))
+        held = distinct(sub.column("model"))
         sub = sub.filter(pc.is_in(sub.column("model"), value_set=pa.array([str(m) for m in models])))
         if sub.num_rows == 0:
             return (f"{what}: the table's rows of this condition are of model(s) {_listing(held)}; "
@@ -171,19 +145,19 @@ def explain_empty(
     return f"{what}: {sub.num_rows} row(s) match"
 
 
-def check_models(table: Any, models: Sequence[str] | None) -> None:
+def check_models(table: pa.Table, models: Sequence[str] | None) -> None:
     """Every name in ``models`` has rows in ``table`` (TableError naming the table's models)."""
     if models is None:
         return
     if not list(models):
         raise TableError(f"{FLAGS['models']} names no model")
-    held = [str(m) for m in _distinct(table.column("model"))]
+    held = [str(m) for m in distinct(table.column("model"))]
     unknown = sorted(set(models) - set(held))
     if unknown:
         raise TableError(f"unknown model(s) {unknown}; the predictions have {held}")
 
 
-def check_fingerprints(table: Any, mask: np.ndarray | None = None, what: str = "predictions") -> None:
+def check_fingerprints(table: pa.Table, mask: np.ndarray | None = None, what: str = "predictions") -> None:
     """Refuse rows of one model name made by different model entries (``model_fingerprint``).
 
     Only the rows in ``mask`` (default: all) are compared; null fingerprints are skipped; a table
@@ -245,54 +219,11 @@ def check_scoring(enc: EncodedPredictions, mask: np.ndarray, scoring: str, what:
                              f"{what} (use --scoring hard)")
 
 
-def _codes(column: Any) -> tuple[np.ndarray, list[Any]]:
-    """Dictionary-encode a pyarrow column: (int codes per row, distinct values)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    if column.null_count:
-        raise DiagnosticsError("identifier columns (benchmark, sample_id, model) may not contain nulls")
-    return column.indices.to_numpy(zero_copy_only=False).astype(np.int64), column.dictionary.to_pylist()
-
-
-def _unify_dictionaries(table: Any) -> Any:
-    """``table.unify_dictionaries()``, column by column and only where the chunks do not already share
-    one dictionary (a Parquet file's big ``sample_id`` dictionary usually is shared; rebuilding it costs)."""
-    import pyarrow as pa
-
-    for i, col in enumerate(table.columns):
-        if pa.types.is_dictionary(col.type) and col.num_chunks > 1:
-            first = col.chunk(0).dictionary
-            if not all(c.dictionary.equals(first) for c in col.chunks[1:]):
-                name = table.column_names[i]
-                table = table.set_column(i, table.schema.field(i),
-                                         pa.Table.from_arrays([col], [name]).unify_dictionaries().column(0))
-    return table
-
-
-def _raw_codes(column: Any) -> tuple[np.ndarray, list[Any]]:
-    """:func:`_codes` with the codes in their own integer width (no widening copy of every row)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    if isinstance(column, pa.ChunkedArray):
-        column = column.combine_chunks()
-    if not pa.types.is_dictionary(column.type):
-        column = pc.dictionary_encode(column)
-    if column.null_count:
-        raise DiagnosticsError("identifier columns (benchmark, sample_id, model) may not contain nulls")
-    return column.indices.to_numpy(zero_copy_only=False), column.dictionary.to_pylist()
-
-
 @dataclass
 class EncodedPredictions:
     """A tidy table with samples and models factorised to integer codes."""
 
-    table: Any  # pyarrow.Table
+    table: pa.Table
     sample_code: np.ndarray  # per row
     model_code: np.ndarray  # per row
     sample_benchmark: list[str]  # per sample
@@ -311,14 +242,14 @@ class EncodedPredictions:
         return cache[name]
 
     @classmethod
-    def from_table(cls, table: Any) -> EncodedPredictions:
+    def from_table(cls, table: pa.Table) -> EncodedPredictions:
         missing = [c for c in REQUIRED_COLUMNS if c not in table.column_names]
         if missing:
             raise DiagnosticsError(f"predictions table lacks column(s) {missing}")
-        table = prepare_table(_unify_dictionaries(table))  # Parquet row groups may carry different dictionaries
-        bench_codes, benches = _raw_codes(table.column("benchmark"))
-        id_codes, ids = _raw_codes(table.column("sample_id"))
-        model_codes, models = _raw_codes(table.column("model"))
+        table = prepare_table(unify_dictionaries(table))  # Parquet row groups may carry different dictionaries
+        bench_codes, benches = identifier_codes(table.column("benchmark"))
+        id_codes, ids = identifier_codes(table.column("sample_id"))
+        model_codes, models = identifier_codes(table.column("model"))
         width = max(len(ids), 1)
         n_pairs = max(len(benches), 1) * width
         if len(benches) <= 1:
@@ -342,15 +273,15 @@ class EncodedPredictions:
         """Boolean row mask for a condition (strategy, mode, and equality filters)."""
 
         t = self.table
-        mask = _equal(t.column("strategy"), strategy)
+        mask = equal_mask(t.column("strategy"), strategy)
         if mode is not None:
-            mask &= _equal(t.column("mode"), mode)
+            mask &= equal_mask(t.column("mode"), mode)
         for col, value in (filters or {}).items():
             if value is None or col not in t.column_names:
                 if value is not None:
                     raise DiagnosticsError(f"cannot filter on {col}={value!r}: the table has no {col!r} column")
                 continue
-            mask &= _equal(t.column(col), value)
+            mask &= equal_mask(t.column(col), value)
         return mask
 
     def check_unambiguous(self, mask: np.ndarray, what: str, filters: Mapping[str, Any]) -> None:

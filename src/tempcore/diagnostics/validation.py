@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -35,6 +35,12 @@ from tempcore.diagnostics.stats import (
     spearman,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from tempcore.diagnostics import Diagnosis
+    from tempcore.diagnostics.table import EncodedPredictions
+
 
 def _records(data: Any) -> list[dict[str, Any]]:
     if hasattr(data, "to_pylist") and hasattr(data, "column_names"):
@@ -54,7 +60,7 @@ class RatedSamples:
     excluded_incomplete: int
 
 
-def join_ratings(diagnosis: Any, ratings: Any) -> RatedSamples:
+def join_ratings(diagnosis: Diagnosis, ratings: Any) -> RatedSamples:
     """Join human ratings (rows with ``sample_id``, ``benchmark``, ``rating`` in 1..5) to a diagnosis.
 
     ``ratings`` is a pyarrow Table or an iterable of mappings. Several ratings of one sample are
@@ -92,7 +98,7 @@ def join_ratings(diagnosis: Any, ratings: Any) -> RatedSamples:
     )
 
 
-def human_metric_correlations(diagnosis: Any, ratings: Any, *, threshold: float = 4.0) -> ResultTable:
+def human_metric_correlations(diagnosis: Diagnosis, ratings: Any, *, threshold: float = 4.0) -> ResultTable:
     """Table 8 (Fig. 7): Spearman rho of FSS, |FSS| and LIS with the human temporal score, and the
     point-biserial r of each against the binary "temporal" label (rating >= ``threshold``)."""
     rs = join_ratings(diagnosis, ratings)
@@ -110,13 +116,13 @@ def human_metric_correlations(diagnosis: Any, ratings: Any, *, threshold: float 
     )
 
 
-def _rated_categories(diagnosis: Any, rs: RatedSamples, tau: float | None) -> np.ndarray:
+def _rated_categories(diagnosis: Diagnosis, rs: RatedSamples, tau: float | None) -> np.ndarray:
     t = float(diagnosis.params.get("tau", 0.15)) if tau is None else float(tau)
     return fss_categories(rs.fss, t)
 
 
 def human_scores_by_category(
-    diagnosis: Any, ratings: Any, *, tau: float | None = None, threshold: float = 4.0
+    diagnosis: Diagnosis, ratings: Any, *, tau: float | None = None, threshold: float = 4.0
 ) -> ResultTable:
     """Table 9 (Fig. 8): human scores per FSS category: n, mean, SD (ddof 1), SE, share rated >= ``threshold``.
 
@@ -142,7 +148,7 @@ def human_scores_by_category(
     )
 
 
-def human_category_tests(diagnosis: Any, ratings: Any, *, tau: float | None = None) -> ResultTable:
+def human_category_tests(diagnosis: Diagnosis, ratings: Any, *, tau: float | None = None) -> ResultTable:
     """§B.2: one-sided Mann–Whitney U tests that a category's human scores exceed Non-key's.
 
     Comparisons: Temporally Sensitive (Key + Anti-key) vs Non-key, Anti-key vs Non-key, Key vs Non-key.
@@ -170,7 +176,7 @@ def human_category_tests(diagnosis: Any, ratings: Any, *, tau: float | None = No
 
 
 def human_tau_sweep(
-    diagnosis: Any, ratings: Any, *, taus: Sequence[float] = DEFAULT_TAUS, threshold: float = 4.0
+    diagnosis: Diagnosis, ratings: Any, *, taus: Sequence[float] = DEFAULT_TAUS, threshold: float = 4.0
 ) -> ResultTable:
     """Table 10: Key-only (FSS > tau) vs Key + Anti-key (|FSS| > tau) as classifiers of "temporal"
     (human rating >= ``threshold``): TP, FP, FN, precision, recall, F1 per tau."""
@@ -210,8 +216,8 @@ def _external_scores(external: Any) -> dict[str, dict[str, float]]:
 
 
 def external_ranking_correlation(
-    table: Any,
-    diagnosis: Any,
+    table: pa.Table | EncodedPredictions,
+    diagnosis: Diagnosis,
     external: Any,
     *,
     condition: ConditionQuery | None = None,

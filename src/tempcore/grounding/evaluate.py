@@ -137,19 +137,19 @@ def _col(table: Any, name: str, dtype: Any = np.float64) -> np.ndarray:
 
 
 def _codes(table: Any, name: str) -> tuple[np.ndarray, list[str]]:
+    """Codes of a column read as text (a dictionary column in its dictionary's order, else by first
+    occurrence) and the values; empty values are an error."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.kernel import identifier_codes
 
     col = table.column(name)
     if not pa.types.is_dictionary(col.type):
-        col = pc.dictionary_encode(col.cast(pa.string()))
-    if isinstance(col, pa.ChunkedArray):
-        col = col.unify_dictionaries().combine_chunks() if col.num_chunks > 1 else (
-            col.chunk(0) if col.num_chunks else pa.array([], pa.string()).dictionary_encode())
+        col = col.cast(pa.string())
     if col.null_count:
         raise GroundingInputError(f"column {name} has empty values")
-    values = [str(v) for v in col.dictionary.to_pylist()]
-    return col.indices.to_numpy(zero_copy_only=False).astype(np.int64), values
+    codes, values = identifier_codes(col)
+    return codes.astype(np.int64), [str(v) for v in values]
 
 
 def _only_benchmark(table: Any, benchmark: str | None) -> Any:

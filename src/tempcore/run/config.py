@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from tempcore.errors import TempcoreError
+from tempcore.records import EARLY_STOP_VARIANT as EARLY_STOP_VARIANT  # re-exported: it lives in records
 from tempcore.records import Condition
 from tempcore.registry import did_you_mean
 from tempcore.run.options import ConfigError, RayOptions
@@ -113,11 +114,6 @@ class ConditionEntry:
             return list(range(max(n_options, 1)))
         return sorted({int(r) % max(n_options, 1) for r in self.rotations})
 
-
-EARLY_STOP_VARIANT = "early_stop"
-"""The ``variant`` of an early-stopped oracle's conditions (``oracle|...|window=i|...|variant=early_stop``):
-its rows hold the windows up to the first correct one only, so the analyses that need every window
-(Table 7) can tell them apart. Without ``early_stop`` the oracle's keys are unchanged."""
 
 EARLY_STOP_MODES = ("q", "qa")
 """The text modes whose Eq. 1 frame scores order an early-stopped oracle's windows."""
