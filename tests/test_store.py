@@ -575,7 +575,14 @@ def test_sigkill_at_random_points_then_resume(tmp_path: Path) -> None:
             seen.append(int(proc.stdout.readline().split()[1]))
         time.sleep(rng.uniform(0.0, 0.002))
         proc.send_signal(signal.SIGKILL)
-        out, err = proc.communicate(timeout=30)
+        # read the rest through the same buffered reader: communicate() reads the pipe's descriptor
+        # directly and would miss lines readline() had already buffered (their batches then looked
+        # unreported: present > reported + 1 under load)
+        out = proc.stdout.read()
+        proc.wait(timeout=30)
+        proc.stdout.close()
+        if proc.stderr is not None:
+            proc.stderr.close()
         reported = seen + [int(line.split()[1]) for line in out.splitlines() if line.startswith("committed")]
         killed_mid_run += proc.returncode == -signal.SIGKILL and len(reported) < N_BATCHES
 
