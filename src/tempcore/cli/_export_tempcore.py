@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     table = read_predictions_arg(args.predictions)
     diagnosis = diagnose_args(table, args)
-    sources = load_sources(args)
+    sources = load_sources(args, table, args.predictions)
     paths = export_tempcore(diagnosis, sources, args.out, args.format, table=table)
     for name in sources:
         counts = diagnosis.benchmarks[name]

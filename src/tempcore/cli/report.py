@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_samples < 1:
         raise ReportInputError("--max-samples must be at least 1")
     table = read_predictions_arg(args.predictions)
-    sources = load_sources(args) if args.annotations else {}
+    sources = load_sources(args, table, args.predictions) if args.annotations else {}
     inputs: dict[str, Any] = {"predictions": str(args.predictions)}
     if args.predictions.is_file():
         inputs["predictions_sha256"] = file_sha256(args.predictions)
