@@ -96,13 +96,26 @@ def parse_key_values(pairs: list[str] | None, flag: str = "--option") -> dict[st
     return out
 
 
+#: the scoring of FSS / LIS in every command that diagnoses (``diagnose``, ``report``, ``export tempcore``)
+DEFAULT_SCORING = "hard"
+SCORING_HELP = (
+    "how a prediction counts in FSS and LIS (default hard, in every command that diagnoses: diagnose, report, "
+    "export tempcore). hard: 0/1 correctness, the paper's definition (FSS averages the binary correctness "
+    "difference of MaxProb and MinProb over the models; tau=0.15 is set so that Key / Anti-key need more than "
+    "one model's net flip), so its numbers compare with the paper's. soft: the probability of the correct "
+    "option, a lower-variance estimate where the rows have option probabilities (likelihood-scored models), "
+    "but not the paper's quantity and tau means something else under it. circular: 0/1 averaged over option "
+    "rotations. Every output names the scoring it used."
+)
+
+
 def add_diagnosis_arguments(p: argparse.ArgumentParser) -> None:
     """The diagnosis parameters of ``tempcore diagnose`` (also used by ``export tempcore`` and ``report``)."""
     p.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
     p.add_argument("--lambda", dest="lam", type=float, default=0.5, help="LIS threshold (default 0.5)")
     p.add_argument("--fss-mode", choices=("q", "qa"), default="qa", help="text mode of MaxProb/MinProb (default qa)")
-    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default="hard",
-                   help="hard: the paper's 0/1; soft: p(correct option); circular: 0/1 averaged over rotations")
+    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default=DEFAULT_SCORING,
+                   help=SCORING_HELP)
     p.add_argument("--models", nargs="+", help="restrict the model panel")
     p.add_argument("--k", type=int, help="frame budget of the rows used, if the table has several")
     p.add_argument("--noframe-k", type=int, help="frame budget of the no-frame rows, when it differs from --k")

@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     )
     paths = write_report(report, args.out)
     available = sum(1 for t in report.tables if t.table is not None and t.table.rows)
+    print(f"scoring: {args.scoring} (FSS / LIS; `tempcore diagnose` defaults to the same; --scoring to change)")
     print(f"{available} of {len(report.tables)} analyses available; {len(report.figures)} figures; "
           f"{len(report.browser.rows) if report.browser is not None else 0} samples in the browser")
     for item in report.tables:

@@ -1,0 +1,28 @@
+"""First-hour rough edges of the CLI (issue 30, items 6 and 8): one scoring default named in every
+output, readable task and interval cells."""
+
+from __future__ import annotations
+
+from tempcore.cli import build_parser
+from tempcore.cli._common import DEFAULT_SCORING
+
+
+def test_diagnose_report_and_export_share_one_scoring_default_and_its_help_says_why():
+    parser = build_parser()
+    got = {cmd: parser.parse_args(argv).scoring for cmd, argv in {
+        "diagnose": ["diagnose", "--predictions", "p"],
+        "report": ["report", "--predictions", "p", "--out", "o"],
+        "export": ["export", "tempcore", "--predictions", "p", "--annotations", "a", "--out", "o"]}.items()}
+    assert set(got.values()) == {DEFAULT_SCORING} == {"hard"}
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    for cmd in ("diagnose", "report"):
+        text = " ".join(sub[cmd].format_help().split())
+        assert "the paper's definition" in text and "soft: the probability of the correct option" in text
+
+
+def test_the_demo_names_the_scoring_of_its_report():
+    from tempcore.demo import format_demo
+
+    text = format_demo({"scoring": {}, "report": "r.html", "subset": "s.jsonl", "report_scoring": "hard"})
+    assert "(scoring hard, the default of `tempcore diagnose` and `tempcore report`)" in text
+
