@@ -26,3 +26,27 @@ def test_the_demo_names_the_scoring_of_its_report():
     text = format_demo({"scoring": {}, "report": "r.html", "subset": "s.jsonl", "report_scoring": "hard"})
     assert "(scoring hard, the default of `tempcore diagnose` and `tempcore report`)" in text
 
+
+
+def test_audit_ablations_names_a_missing_task_all_not_none(tmp_path, capsys):
+    import pyarrow.parquet as pq
+    from tests.test_ablations import random_rows, table
+
+    from tempcore.cli import main
+
+    rows = [{k: v for k, v in r.items() if k != "task"} for r in random_rows(3)]
+    path = tmp_path / "preds.parquet"
+    pq.write_table(table(rows), path)
+    assert main(["audit", "ablations", "--predictions", str(path), "--n-boot", "20"]) == 0
+    out = capsys.readouterr().out
+    assert " None " not in out and "(all)" in out
+
+
+def test_run_help_points_to_an_example_configuration(capsys):
+    import pytest
+
+    from tempcore.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["run", "--help"])
+    assert "examples/paper-audit.yaml" in capsys.readouterr().out
