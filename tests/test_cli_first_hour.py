@@ -50,3 +50,17 @@ def test_run_help_points_to_an_example_configuration(capsys):
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "examples/paper-audit.yaml" in capsys.readouterr().out
+
+
+def test_an_interrupted_run_says_what_it_saved_and_that_rerunning_resumes(monkeypatch, capsys):
+    import tempcore.cli.run as run_cli
+    from tempcore.cli import main
+
+    def stopped(args):  # what tempcore.run.runner raises after committing the answered rows
+        exc = KeyboardInterrupt()
+        exc.tempcore_note = "3 prediction(s) answered before the stop are saved (5 in all in s.sqlite); rerun ..."
+        raise exc
+
+    monkeypatch.setattr(run_cli, "run", stopped)
+    assert main(["run", "--config", "c.yaml"]) == 130
+    assert "interrupted (SIGINT): 3 prediction(s) answered before the stop are saved" in capsys.readouterr().err

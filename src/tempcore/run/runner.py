@@ -361,6 +361,11 @@ def _execute(
     _print_summary(result, log)
     _write_summary(out, result, totals)
     if stopped is not None:
+        done = sum(m.done for m in summaries)
+        # `tempcore`'s interrupt message says it: what this invocation saved, and how to go on
+        stopped.tempcore_note = (  # type: ignore[attr-defined]
+            f"{done} prediction(s) answered before the stop are saved ({sum(totals.values())} in all in "
+            f"{store_path}); rerun the same command to resume")
         raise stopped
     return result
 
