@@ -210,7 +210,12 @@ def resolve(name: str | None, *, table: Any = None, recorded: dict[str, Recorded
         raise BenchmarkChoiceError(f"{flag} {name!r}: several benchmarks of the predictions were read with format "
                                    f"{name!r} ({', '.join(matches)}); give {flag} one of them")
     hint = ""
-    if name in _registered() and stored:
+    if name not in _registered():
+        from tempcore.registry import did_you_mean
+
+        hint = (f" ({name!r} is not a registered benchmark format either"
+                f"{did_you_mean(name, _registered() + list(stored or []), n=1)})")
+    elif stored:
         hint = (f" ({name!r} is a format: to read annotations of format {name!r} for a benchmark of these "
                 f"predictions, give --benchmark {stored[0]} --annotations-format {name})")
     raise BenchmarkChoiceError(f"{flag} {name!r}: the predictions have no rows for benchmark {name!r}; they hold "
