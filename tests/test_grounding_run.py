@@ -219,3 +219,26 @@ def test_a_changed_grounding_prompt_or_window_is_never_served_from_the_store(wor
     with pytest.raises(RunError, match=r"answer windows") as err:
         run(moved, model_factory=factory, **QUIET)
     assert "1 sample" in str(err.value) or victim["id"] in str(err.value)
+
+
+def test_run_records_each_benchmarks_format_and_the_cli_reads_annotations_with_it(world, capsys):
+    """Issue 30: the log names the stored benchmark (not its loader); the manifest records the format,
+    so `tempcore grounding --benchmark grounding` (the loader's name, no -o) reads a run folder whose
+    rows are stored under the world's benchmark name, and so does the stored name itself."""
+    w, root = world
+    lines: list[str] = []
+    summary = run(_cfg(w, root, "recorded", [{"strategy": "uniform"}]), model_factory=FirstToLastFrame,
+                  progress=False, log=lines.append)
+    assert f"benchmark {GROUNDING_BENCHMARK} (format grounding): {w.grounding}" in lines
+    with RunStore(Path(summary.store), create=False) as store:
+        (run_id, _), = store.runs()
+        info = store.manifest(run_id)["benchmarks"][GROUNDING_BENCHMARK]
+    assert (info["format"], info["config_index"]) == ("grounding", 0)
+    got = []
+    for name in ("grounding", GROUNDING_BENCHMARK):
+        from tempcore.cli import main
+
+        assert main(["grounding", "--predictions", summary.out, "--benchmark", name, "--annotations",
+                     str(w.grounding), "--json"]) == 0, capsys.readouterr().err
+        got.append(json.loads(capsys.readouterr().out)["groups"])
+    assert got[0] == got[1] and [g["n"] for g in got[0]] == [4]  # uniform only: no retrieval baseline

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -487,3 +488,23 @@ def test_vfp_from_frame_folders(tmp_path: Path) -> None:
     req = request_for_sample(sample, clips)
     opts = sample.metadata["visual_options"]
     assert [read_pattern(im).index for im in req.images] == [*range(8), *(f for o in opts for f in o["frames"])]
+
+
+def test_score_cli_text_prints_intervals_in_percent(tfr_input: Path, tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 30: the Wilson and bootstrap intervals read as the accuracy beside them (percent), not raw floats."""
+    from tempcore.cli import main
+
+    out = tmp_path / "out"
+    build_tfr(read_annotations(tfr_input / "ann.jsonl"), out, video_root=tfr_input, seed=0)
+    with open(tmp_path / "p.jsonl", "w") as fh:
+        for r in _rows(out):
+            fh.write(json.dumps({"benchmark": "generic", "sample_id": r["id"], "model": "m", "strategy": "visual",
+                                 "mode": "none", "k": 32, "window": None, "correct": 1, "answer": r["answer"]})
+                     + "\n")
+    assert main(["visual", "score", "--predictions", str(tmp_path / "p.jsonl"), "--annotations",
+                 str(out / "annotations.jsonl"), "--n-boot", "200"]) == 0
+    text = capsys.readouterr().out
+    line = next(ln for ln in text.splitlines() if ln.startswith("m ") and "visual" in ln)
+    assert "acc=100.0%" in line and "chance=25.0%" in line
+    assert re.search(r"wilson=\[\d+\.\d, 100\.0\]% bootstrap=\[100\.0, 100\.0\]% ", line), line

@@ -157,8 +157,13 @@ def _run_demo(
         result = validate_predictions(table, world.planted(), scorings=SCORINGS, filters={"k": k})
 
     samples = {BENCHMARK_NAME: world.samples()}
+    # the subset and the report use the scoring `tempcore diagnose` / `report` default to (so the
+    # commands give the same numbers on this run); the order questions' categories are soft's
+    from tempcore.cli._common import DEFAULT_SCORING
+
     with section("diagnostics"):
-        d = diagnose(table, scoring="soft")
+        d = diagnose(table, scoring=DEFAULT_SCORING)
+        d_soft = d if DEFAULT_SCORING == "soft" else diagnose(table, scoring="soft")
     with section("subset"):
         subset_files = export_tempcore(d, samples, out / "tempcore", "jsonl", table=table,
                                        video_roots={BENCHMARK_NAME: str(world.root)})
@@ -166,7 +171,7 @@ def _run_demo(
     def report() -> list[Path]:  # pure Python: it runs beside the next runs, which are mostly torch
         with section("report"):
             built = build_report(table, samples_by_benchmark=samples, video_roots={BENCHMARK_NAME: str(world.root)},
-                                 scoring="soft", k=k, title="tempcore demo: a synthetic world with planted answers")
+                                 scoring=DEFAULT_SCORING, k=k, title="tempcore demo: a synthetic world with planted answers")
             return write_report(built, out / "report")
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tempcore-demo") as background:
@@ -177,7 +182,7 @@ def _run_demo(
             result["mba"] = demo_mba(cfg, table, out, progress=progress, log=log)
         with section("order"):
             result["order"] = demo_order(cfg, world, out, progress=progress, log=log)
-            result["order"]["tempcore_categories"] = _order_family_categories(world, d)
+            result["order"]["tempcore_categories"] = _order_family_categories(world, d_soft)
         if visual:
             with section("visual"):
                 result["visual"] = demo_visual(world, out, progress=progress, log=log)
@@ -185,6 +190,7 @@ def _run_demo(
             report_files = report_job.result()
     result["report"] = str(next(p for p in report_files if p.name == "report.html"))
     result["subset"] = str(next(p for p in subset_files if p.suffix == ".jsonl"))
+    result["report_scoring"] = DEFAULT_SCORING
     result["run"] = summary.out
     result["world"] = str(world.root)
     return result
@@ -542,7 +548,10 @@ def format_demo(result: dict[str, Any]) -> str:
         parts.append(format_mba(result["mba"]))
     if result.get("visual"):
         parts.append(format_visual(result["visual"]))
-    parts.append(f"report: {result['report']}\nTempCore subset: {result['subset']}")
+    report_scoring = result.get("report_scoring")
+    how = (f" (scoring {report_scoring}, the default of `tempcore diagnose` and `tempcore report`)"
+           if report_scoring else "")
+    parts.append(f"report: {result['report']}\nTempCore subset: {result['subset']}{how}")
     return "\n\n".join(parts)
 
 

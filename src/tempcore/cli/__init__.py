@@ -58,7 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.close()
         return 0
     except KeyboardInterrupt as exc:  # 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP
-        print(f"tempcore: interrupted ({signal_name(exc)})", file=sys.stderr)
+        note = getattr(exc, "tempcore_note", None)  # a run says what it saved and how to resume
+        print(f"tempcore: interrupted ({signal_name(exc)})" + (f": {note}" if note else ""), file=sys.stderr)
         return exit_code(exc)
 
 

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._sources import BENCHMARK_HELP, add_format_argument
+
 
 def _loader_options(pairs: list[str]) -> dict[str, Any]:  # loader options: strings from -o KEY=VALUE
     from tempcore.cli._common import parse_key_values
@@ -37,9 +39,10 @@ def add_ablations_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.add_argument("--by", metavar="FIELD",
                    help="the task field: a predictions column, or with --annotations a sample field "
                    "(default: 'task' when present, else one task per benchmark)")
-    p.add_argument("--benchmark", metavar="NAME", help="only this benchmark (and the loader of --annotations)")
+    p.add_argument("--benchmark", metavar="NAME", help=BENCHMARK_HELP)
     p.add_argument("--annotations", type=Path, metavar="PATH",
                    help="the benchmark's annotations: tasks and option counts (chance levels) from the samples")
+    add_format_argument(p)
     p.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
     p.add_argument("--tau", type=float, default=0.15, help="order-sensitivity / FSS threshold (default 0.15)")
     p.add_argument("--lambda", dest="lam", type=float, default=0.5, help="LIS threshold (default 0.5)")
@@ -62,8 +65,9 @@ def add_priors_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "option (counts + example ids). With --predictions, per model x condition: chosen letters and texts "
         "against the label prior (total-variation distance) and the 'always the most frequent answer' baseline.",
     )
-    p.add_argument("--benchmark", required=True, metavar="NAME", help="the benchmark format (e.g. tvbench)")
+    p.add_argument("--benchmark", required=True, metavar="NAME", help=BENCHMARK_HELP)
     p.add_argument("--annotations", required=True, type=Path, metavar="PATH", help="annotation file or folder")
+    add_format_argument(p)
     p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table, run store or run folder for the prediction prior")
     p.add_argument("--by", default="task", metavar="FIELD", help="the sample field naming the task (default task)")
     p.add_argument("--max-examples", type=int, default=5, help="example ids per flag (default 5)")
@@ -90,18 +94,18 @@ def _filter_benchmark(table: Any, name: str | None) -> Any:
 
 def run_ablations(args: argparse.Namespace) -> int:
     from tempcore.cli._common import read_predictions_arg
-    from tempcore.diagnostics import DiagnosticsError
+    from tempcore.cli._sources import annotations_of, nothing_to_show
     from tempcore.diagnostics.ablations import audit_ablations, audit_ablations_json
 
-    if args.annotations is not None and args.benchmark is None:
-        raise DiagnosticsError("--annotations needs --benchmark NAME (the loader that reads them)")
-    table = _filter_benchmark(read_predictions_arg(Path(args.predictions)), args.benchmark)
+    full = read_predictions_arg(Path(args.predictions))
+    # --benchmark: the stored benchmark name (or a format that names exactly one), see tempcore.cli._sources
+    resolved, loaded = annotations_of(args, full, args.predictions)
+    table = _filter_benchmark(full, None if args.benchmark is None or resolved is None else resolved.name)
     task_of = n_options_of = None
-    if args.annotations is not None:
-        from tempcore.benchmarks import load_benchmark
+    if loaded is not None:
         from tempcore.diagnostics.priors import task_of as task_field
 
-        samples = load_benchmark(args.benchmark, args.annotations, **_loader_options(args.option)).samples
+        samples = loaded.samples
         task_of = {(s.benchmark, s.sample_id): task_field(s, args.by or "task") for s in samples}
         n_options_of = {(s.benchmark, s.sample_id): len(s.options) for s in samples if s.options}
     options: dict[str, Any] = dict(
@@ -110,11 +114,24 @@ def run_ablations(args: argparse.Namespace) -> int:
         confidence=args.confidence, seed=args.seed,
     )
     if args.json:  # json.dumps(audit_ablations(...)) byte for byte, the per-sample rows written column-wise
-        sys.stdout.write(audit_ablations_json(table, **options))
+        text = audit_ablations_json(table, **options)
+        if not json.loads(text).get("models"):
+            raise nothing_to_show(f"audit ablations (video condition {args.video!r} and its ablations)", full,
+                                  {"benchmark": args.benchmark})
+        sys.stdout.write(text)
         sys.stdout.write("\n")
         return 0
-    print(format_ablations(audit_ablations(table, **options)))
+    result = audit_ablations(table, **options)
+    if not result["models"]:
+        raise nothing_to_show(f"audit ablations (video condition {args.video!r} and its ablations)", full,
+                              {"benchmark": args.benchmark})
+    print(format_ablations(result))
     return 0
+
+
+def _task(task: Any) -> str:
+    """A row's task: ``(all)`` when the benchmark has none (one task per benchmark), not ``None``."""
+    return "(all)" if task is None else str(task)
 
 
 def _pct(x: Any) -> str:
@@ -126,7 +143,7 @@ def format_ablations(result: dict[str, Any]) -> str:
     for r in result["models"]:
         drop = "" if r["drop"] is None else (
             f"  drop {_pct(r['drop'])} [{_pct(r['drop_ci_low'])}, {_pct(r['drop_ci_high'])}]")
-        lines.append(f"  {r['model']:<16} {r['benchmark']:<12} {r['task']!s:<22} {r['condition']:<10} "
+        lines.append(f"  {r['model']:<16} {r['benchmark']:<12} {_task(r['task']):<22} {r['condition']:<10} "
                      f"n={r['n']:<6} {_pct(r['accuracy']):>5} [{_pct(r['ci_low'])}, {_pct(r['ci_high'])}]{drop}")
     lines.append("averages (%): macro = unweighted mean over tasks, micro = pooled, gain = macro - chance")
     for r in result["averages"]:
@@ -147,21 +164,24 @@ def format_ablations(result: dict[str, Any]) -> str:
 
 
 def run_priors(args: argparse.Namespace) -> int:
-    from tempcore.benchmarks import load_benchmark
+    from tempcore.cli._sources import annotations_of
     from tempcore.diagnostics.priors import label_priors, prediction_priors
 
-    loaded = load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
-                            **_loader_options(args.option))
+    full = None
+    if args.predictions is not None:
+        from tempcore.cli._common import read_predictions_arg
+
+        full = read_predictions_arg(Path(args.predictions))
+    _resolved, loaded = annotations_of(args, full, args.predictions)
+    assert loaded is not None  # --annotations is required
     samples = list(loaded.samples)
     result: dict[str, Any] = {
         "benchmarks": label_priors(samples, field=args.by, max_examples=args.max_examples),
         "models": [],
     }
-    if args.predictions is not None:
-        from tempcore.cli._common import read_predictions_arg
-
+    if full is not None:
         names = sorted({s.benchmark for s in samples})
-        table = read_predictions_arg(Path(args.predictions))
+        table = full
         if len(names) == 1:
             table = _filter_benchmark(table, names[0])
         result["models"] = prediction_priors(table, samples, field=args.by)

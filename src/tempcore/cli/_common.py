@@ -96,13 +96,26 @@ def parse_key_values(pairs: list[str] | None, flag: str = "--option") -> dict[st
     return out
 
 
+#: the scoring of FSS / LIS in every command that diagnoses (``diagnose``, ``report``, ``export tempcore``)
+DEFAULT_SCORING = "hard"
+SCORING_HELP = (
+    "how a prediction counts in FSS and LIS (default hard, in every command that diagnoses: diagnose, report, "
+    "export tempcore). hard: 0/1 correctness, the paper's definition (FSS averages the binary correctness "
+    "difference of MaxProb and MinProb over the models; tau=0.15 is set so that Key / Anti-key need more than "
+    "one model's net flip), so its numbers compare with the paper's. soft: the probability of the correct "
+    "option, a lower-variance estimate where the rows have option probabilities (likelihood-scored models), "
+    "but not the paper's quantity and tau means something else under it. circular: 0/1 averaged over option "
+    "rotations. Every output names the scoring it used."
+)
+
+
 def add_diagnosis_arguments(p: argparse.ArgumentParser) -> None:
     """The diagnosis parameters of ``tempcore diagnose`` (also used by ``export tempcore`` and ``report``)."""
     p.add_argument("--tau", type=float, default=0.15, help="FSS threshold (default 0.15)")
     p.add_argument("--lambda", dest="lam", type=float, default=0.5, help="LIS threshold (default 0.5)")
     p.add_argument("--fss-mode", choices=("q", "qa"), default="qa", help="text mode of MaxProb/MinProb (default qa)")
-    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default="hard",
-                   help="hard: the paper's 0/1; soft: p(correct option); circular: 0/1 averaged over rotations")
+    p.add_argument("--scoring", choices=("hard", "soft", "circular"), default=DEFAULT_SCORING,
+                   help=SCORING_HELP)
     p.add_argument("--models", nargs="+", help="restrict the model panel")
     p.add_argument("--k", type=int, help="frame budget of the rows used, if the table has several")
     p.add_argument("--noframe-k", type=int, help="frame budget of the no-frame rows, when it differs from --k")
@@ -126,8 +139,9 @@ class BenchmarkArgumentError(TempcoreError):
 
 ANNOTATIONS_HELP = (
     "benchmark annotations, [NAME=]PATH: NAME=PATH per benchmark (NAME as in the predictions' benchmark "
-    "column: a registered format, see `tempcore benchmarks list`, else read as the generic format with "
-    "that benchmark name); a bare PATH when --benchmark NAME is given"
+    "column, read with the format their run recorded; without a record a registered format, see "
+    "`tempcore benchmarks list`, else the generic format with that benchmark name); a bare PATH when "
+    "--benchmark NAME is given"
 )
 
 
@@ -137,8 +151,11 @@ def add_benchmark_arguments(
     """``--annotations [NAME=]PATH ...``, ``--benchmark``, ``--video-root``, ``--option``, ``--skip-invalid``."""
     p.add_argument("--annotations", nargs="+", required=required, default=[], metavar="[NAME=]PATH",
                    help=ANNOTATIONS_HELP)
+    from tempcore.cli._sources import BENCHMARK_HELP, add_format_argument
+
     p.add_argument("--benchmark", metavar="NAME",
-                   help=benchmark_help or "the benchmark a bare --annotations PATH belongs to")
+                   help=benchmark_help or f"the benchmark a bare --annotations PATH belongs to: {BENCHMARK_HELP}")
+    add_format_argument(p)
     p.add_argument(
         "--video-root", nargs="+", default=[], metavar="[NAME=]DIR",
         help="folder the benchmark's videos are relative to (NAME=DIR per benchmark; a bare DIR for all)",
@@ -227,19 +244,32 @@ def parse_options(values: list[str], names: list[str]) -> dict[str, dict[str, st
     return out
 
 
-def load_sources(args: argparse.Namespace) -> dict[str, Any]:
-    """Load every benchmark named by ``--annotations``: {name: LoadResult} (videos per --video-root).
+def load_sources(args: argparse.Namespace, table: Any = None, predictions: Path | None = None) -> dict[str, Any]:
+    """Load every benchmark named by ``--annotations``: {stored name: LoadResult} (videos per --video-root).
 
-    A name registered as a benchmark format loads with that loader; any other name loads the
-    generic format (``docs/benchmark-format.md``) with ``benchmark_name=NAME``.
+    With the predictions (``table``, and the run store behind ``predictions``), NAME is the benchmark
+    as the predictions name it, read with the format its run recorded, or a format name matching
+    exactly one of their benchmarks (:func:`tempcore.cli._sources.resolve`); ``--annotations-format``
+    names the format. Without a record, a name registered as a benchmark format loads with that
+    loader and any other name loads the generic format (``docs/benchmark-format.md``) with
+    ``benchmark_name=NAME``.
     """
+    from tempcore.cli._sources import load_resolved, recorded_benchmarks, resolve
+
     paths = parse_annotations(args.annotations, args.benchmark)
     names = list(paths)
     roots = parse_video_roots(args.video_root, names)
     options = parse_options(args.option, names)
-    return {name: load_annotations(name, path, video_root=roots.get(name), skip_invalid=args.skip_invalid,
-                                   options=options[name])
-            for name, path in paths.items()}
+    recorded = recorded_benchmarks(predictions)
+    fmt = getattr(args, "annotations_format", None)
+    out: dict[str, Any] = {}
+    for name, path in paths.items():
+        resolved = resolve(name, table=table, recorded=recorded, fmt=fmt,
+                           flag="--annotations" if args.benchmark is None else "--benchmark")
+        assert resolved is not None  # a name was given
+        out[resolved.name] = load_resolved(resolved, path, video_root=roots.get(name),
+                                           skip_invalid=args.skip_invalid, options=options[name])
+    return out
 
 
 def load_annotations(name: str, path: Path, *, video_root: Path | str | None = None, skip_invalid: bool = False,

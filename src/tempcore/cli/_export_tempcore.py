@@ -48,8 +48,9 @@ def run(args: argparse.Namespace) -> int:
 
     table = read_predictions_arg(args.predictions)
     diagnosis = diagnose_args(table, args)
-    sources = load_sources(args)
+    sources = load_sources(args, table, args.predictions)
     paths = export_tempcore(diagnosis, sources, args.out, args.format, table=table)
+    print(f"scoring: {args.scoring} (FSS / LIS; the manifest records it)")
     for name in sources:
         counts = diagnosis.benchmarks[name]
         n = counts["temporally_sensitive"]

@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tempcore.cli._common import load_sources, read_predictions_arg
+    from tempcore.cli._sources import nothing_to_show, recorded_benchmarks, resolve
     from tempcore.diagnostics.accuracy import (
         AccuracyError,
         accuracy_groups_json,
@@ -51,28 +52,35 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0.0 < args.confidence < 1.0:
         raise AccuracyError(f"--confidence must lie in (0, 1), not {args.confidence}")
+
     table = read_predictions_arg(args.predictions)
+    # --benchmark: the stored benchmark name (or a format that names exactly one), see tempcore.cli._sources
+    resolved = None if args.benchmark is None else resolve(
+        args.benchmark, table=table, recorded=recorded_benchmarks(args.predictions), fmt=args.annotations_format)
+    benchmark = None if resolved is None else resolved.name
     samples = None
     load_info: dict[str, Any] | None = None
     if args.annotations:
-        sources = load_sources(args)
+        sources = load_sources(args, table, args.predictions)
         samples = [s for result in sources.values() for s in result.samples]
         load_info = {key: sum(len(getattr(r, attr)) for r in sources.values())
                      for key, attr in (("samples", "samples"), ("invalid", "invalid"), ("skipped", "skipped"))}
     official = args.nextqa_official or (
-        not args.plain and args.benchmark == "nextqa" and args.by == ["type"]
+        not args.plain and resolved is not None and resolved.format == "nextqa" and args.by == ["type"]
     )
     if official and args.per_window:
         raise AccuracyError("--per-window does not combine with the NExT-QA official grouping (add --plain)")
     if official:
         by = [b for b in args.by if b != "type"]
-        result = nextqa_official(table, samples, benchmark=args.benchmark, by=by, models=args.models,
+        result = nextqa_official(table, samples, benchmark=benchmark, by=by, models=args.models,
                                  unmatched=args.unmatched, confidence=args.confidence)
     else:
-        result = accuracy_table(table, args.by, samples=samples, benchmark=args.benchmark, models=args.models,
+        result = accuracy_table(table, args.by, samples=samples, benchmark=benchmark, models=args.models,
                                 per_window=args.per_window, unmatched=args.unmatched, confidence=args.confidence)
+    out = accuracy_groups_json(result)
+    if not out.get("groups"):
+        raise nothing_to_show("accuracy", table, {"benchmark": benchmark, "models": args.models})
     if args.json:
-        out = accuracy_groups_json(result)
         if load_info is not None:
             out["annotations"] = load_info
         json.dump(out, sys.stdout)

@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._sources import BENCHMARK_HELP, add_format_argument
+
 
 def register_options(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -23,8 +25,9 @@ def register_options(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
         "or no-frame condition): how often each model picks the centroid, and its accuracy when the centroid is / "
         "is not correct.",
     )
-    p.add_argument("--benchmark", required=True, metavar="NAME", help="the benchmark's loader name")
+    p.add_argument("--benchmark", required=True, metavar="NAME", help=BENCHMARK_HELP)
     p.add_argument("--annotations", required=True, type=Path, metavar="PATH", help="its annotation file or folder")
+    add_format_argument(p)
     p.add_argument("--predictions", type=Path, metavar="FILE", help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder")
     p.add_argument("--task-field", metavar="FIELD", help="sample field of the per-task view (default: first of "
                    "task, task_type, question_type, category, type the samples have)")
@@ -39,20 +42,25 @@ def register_options(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -
 
 
 def run_options(args: argparse.Namespace) -> int:
-    from tempcore.benchmarks import load_benchmark
-    from tempcore.cli._common import parse_key_values
+    from tempcore.cli._sources import annotations_of, nothing_to_show
     from tempcore.diagnostics.option_geometry import audit_options, centroid_picks, option_geometry
 
-    loaded = load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
-                            **parse_key_values(args.option, "--option"))
-    geo = option_geometry(loaded.samples, args.task_field)
-    out: dict[str, Any] = {"benchmarks": audit_options(geo, alternative=args.alternative), "models": []}
+    table = None
     if args.predictions is not None:
         from tempcore.cli._common import read_predictions_arg
 
         table = read_predictions_arg(Path(args.predictions))
-        out["models"] = centroid_picks(table, geo, benchmark=args.benchmark, models=args.models,
+    # --benchmark: the stored benchmark name (or a format that names exactly one), see tempcore.cli._sources
+    resolved, loaded = annotations_of(args, table, args.predictions)
+    assert resolved is not None and loaded is not None  # --benchmark and --annotations are required
+    geo = option_geometry(loaded.samples, args.task_field)
+    out: dict[str, Any] = {"benchmarks": audit_options(geo, alternative=args.alternative), "models": []}
+    if table is not None:
+        out["models"] = centroid_picks(table, geo, benchmark=resolved.name, models=args.models,
                                        strategies=args.strategies, alternative=args.alternative)
+        if not out["models"]:
+            raise nothing_to_show("audit options (centroid picks)", table,
+                                  {"benchmark": resolved.name, "models": args.models, "strategies": args.strategies})
     if args.json:
         json.dump(out, sys.stdout)
         sys.stdout.write("\n")

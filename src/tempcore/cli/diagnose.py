@@ -28,14 +28,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--lis-panel", choices=("fss", "all"), default="fss",
                    help="who is in the LIS panel: fss (default, the paper: the models of the FSS panel) or all "
                    "(also the models with only no-frame rows, e.g. text-only LLM probes); params name it")
+    p.add_argument("--benchmark", metavar="NAME",
+                   help="only this benchmark (as the predictions name it; a format name matching exactly one "
+                   "of their benchmarks also works)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    d = diagnose_args(read_predictions_arg(args.predictions), args)
+    from tempcore.cli._sources import nothing_to_show, only_benchmark
+
+    table = read_predictions_arg(args.predictions)
+    used = only_benchmark(table, args.benchmark, args.predictions)
+    d = diagnose_args(used, args)
     result = d.to_json()
+    if not result["benchmarks"]:
+        raise nothing_to_show(f"diagnose (scoring {args.scoring})", table,
+                              {"benchmark": args.benchmark, "models": args.models, "k": args.k,
+                               "encoder": args.encoder})
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "diagnosis.json").write_text(json.dumps(result, indent=1))

@@ -9,6 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._sources import BENCHMARK_HELP, add_format_argument
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -23,8 +25,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     p.add_argument("--predictions", type=Path, metavar="FILE",
                    help="tidy predictions table (CSV / Parquet / JSONL) or moment-retrieval submission JSONL")
-    p.add_argument("--benchmark", metavar="NAME", help="the benchmark's loader (and restrict the table to it)")
+    p.add_argument("--benchmark", metavar="NAME", help=BENCHMARK_HELP)
     p.add_argument("--annotations", type=Path, metavar="PATH", help="the benchmark's annotation file or folder")
+    add_format_argument(p)
     p.add_argument("--thresholds", type=float, nargs="+", default=[0.3, 0.5, 0.7], metavar="TAU",
                    help="IoU thresholds of R@tau (default 0.3 0.5 0.7)")
     p.add_argument("--strict", action="store_true", help="R@tau counts IoU > tau (Ego4D-NLQ) instead of >=")
@@ -51,19 +54,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def _load(args: argparse.Namespace) -> Any:
-    from tempcore.benchmarks import load_benchmark
-    from tempcore.cli._common import parse_key_values
-
-    return load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
-                          **parse_key_values(args.option))
-
-
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.3f}"
 
 
 def run(args: argparse.Namespace) -> int:
+    from tempcore.cli._sources import annotations_of, nothing_to_show
     from tempcore.grounding.evaluate import (
         GroundingInputError,
         is_submission,
@@ -75,19 +71,29 @@ def run(args: argparse.Namespace) -> int:
 
     if args.predictions is None:
         raise GroundingInputError("give --predictions FILE (the query profile is 'tempcore audit queries')")
-    if args.annotations is not None and args.benchmark is None:
-        raise GroundingInputError("--annotations needs --benchmark NAME (the loader that reads them)")
-    samples = None
-    if args.annotations is not None:
-        loaded = _load(args)
-        samples = [s for s in loaded.samples if s.answer_windows]
-        if not samples:
-            raise GroundingInputError(f"{args.annotations}: no grounding samples (none has a ground-truth window)")
     stored = args.predictions.is_dir() or args.predictions.suffix.lower() in (".sqlite", ".sqlite3", ".db")
     if not stored and not args.predictions.is_file():
         raise GroundingInputError(f"{args.predictions}: no such file")
+    submission = not stored and is_submission(args.predictions)
+    table = None
+    if not submission:
+        if stored:  # a run folder or store, read like every analysis command reads it
+            from tempcore.cli._common import read_predictions_arg
+
+            table = read_predictions_arg(args.predictions)
+        else:
+            table = read_table(args.predictions)
+    if args.annotations is not None and args.benchmark is None and table is None:
+        raise GroundingInputError("--annotations of a submission need --benchmark NAME (the format that reads them)")
+    # --benchmark: the stored benchmark name (or a format that names exactly one), see tempcore.cli._sources
+    resolved, loaded = annotations_of(args, table, args.predictions)
+    samples = None
+    if loaded is not None:
+        samples = [s for s in loaded.samples if s.answer_windows]
+        if not samples:
+            raise GroundingInputError(f"{args.annotations}: no grounding samples (none has a ground-truth window)")
     extra: dict[str, Any] = {}
-    if not stored and is_submission(args.predictions):
+    if submission:
         if args.sweep or args.candidates:
             raise GroundingInputError("--sweep / --candidates read a predictions table, not a submission")
         if samples is None:
@@ -100,17 +106,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         if args.bins:
             raise GroundingInputError("--bins needs a moment-retrieval submission (ranked windows)")
-        # rows are restricted to the samples' benchmark name (a loader option may rename it)
-        name = samples[0].benchmark if samples else args.benchmark
-        if stored:  # a run folder or store, read like every analysis command reads it
-            from tempcore.cli._common import read_predictions_arg
-
-            table = read_predictions_arg(args.predictions)
-        else:
-            table = read_table(args.predictions)
+        name = resolved.name if resolved is not None else None
         groups = table_groups(table, samples, benchmark=name,
                               thresholds=args.thresholds, strict=args.strict, reversed=args.reversed,
                               split=args.split, fail_iou=args.fail_iou, offset_s=args.offset)
+        if not groups:
+            raise nothing_to_show("grounding (rows with pred_start / pred_end or iou)", table,
+                                  {"benchmark": name})
         if args.sweep or args.candidates:
             from tempcore.grounding.analysis import candidate_recall_rows, window_sweep
 
@@ -165,8 +167,9 @@ def add_queries_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
         description="Query profile of any benchmark's questions (tempcore.grounding.queries documents every "
         "definition).",
     )
-    q.add_argument("--benchmark", required=True, metavar="NAME")
+    q.add_argument("--benchmark", required=True, metavar="NAME", help=BENCHMARK_HELP)
     q.add_argument("--annotations", required=True, type=Path, metavar="PATH")
+    add_format_argument(q)
     q.add_argument("--window", type=int, default=50, help="MATTR window (default 50)")
     q.add_argument("--skip-invalid", action="store_true")
     q.add_argument("-o", "--option", action="append", default=[], metavar="KEY=VALUE", help="loader option")
@@ -175,10 +178,12 @@ def add_queries_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def run_queries(args: argparse.Namespace) -> int:
+    from tempcore.cli._sources import annotations_of
     from tempcore.grounding.queries import query_profile
 
-    loaded = _load(args)
-    profile = {"benchmark": args.benchmark, **query_profile([s.question for s in loaded.samples], window=args.window)}
+    resolved, loaded = annotations_of(args, None)
+    assert loaded is not None  # --annotations is required
+    profile = {"benchmark": resolved.name if resolved is not None else args.benchmark, **query_profile([s.question for s in loaded.samples], window=args.window)}
     if args.json:
         json.dump(profile, sys.stdout)
         sys.stdout.write("\n")

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._sources import BENCHMARK_HELP, add_format_argument
+
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
@@ -21,8 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "incomplete and excluded (--incomplete present: score the questions present, as TemporalBench's script).",
     )
     p.add_argument("--predictions", required=True, type=Path, help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder")
-    p.add_argument("--benchmark", metavar="NAME", help="restrict to this benchmark (and load its annotations)")
+    p.add_argument("--benchmark", metavar="NAME", help=BENCHMARK_HELP)
     p.add_argument("--annotations", type=Path, metavar="PATH", help="the benchmark's annotation file or folder")
+    add_format_argument(p)
     p.add_argument("--group-by", metavar="FIELD", help="the group field: a predictions column or a sample field")
     p.add_argument("--parse", choices=("extract", "first-char", "both"), default="extract",
                    help="extract: the table's 'correct' (tempcore's extractor); first-char: TemporalBench's rule "
@@ -38,38 +41,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="benchmark loader option")
     p.add_argument("--binary", action="store_true",
                    help="the predictions answer the binarised benchmark (tempcore run with binary: true): "
-                   "binarise the loaded samples the same way")
-    p.add_argument("--binary-seed", type=int, default=0, help="seed of the binarisation (with --binary)")
+                   "binarise the loaded samples the same way (implied when the run recorded binary: true)")
+    p.add_argument("--binary-seed", type=int, default=None,
+                   help="seed of the binarisation (default: the run's seed when it recorded one, else 0)")
     p.add_argument("--json", action="store_true",
                    help='print one JSON object {"overall": [...], "by_dataset": [...], "by_category": [...]}')
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tempcore.cli._common import parse_key_values, read_predictions_arg
+    from tempcore.cli._common import read_predictions_arg
+    from tempcore.cli._sources import annotations_of, binarized, nothing_to_show
     from tempcore.diagnostics.mba import MBAError, mba_table
 
-    if args.annotations is not None and args.benchmark is None:
-        raise MBAError("--annotations needs --benchmark NAME (the loader that reads them)")
     if not 0.0 < args.confidence < 1.0:
         raise MBAError(f"--confidence must lie in (0, 1), not {args.confidence}")
     table = read_predictions_arg(Path(args.predictions))
+    # --benchmark: the stored benchmark name (or a format that names exactly one), see tempcore.cli._sources
+    resolved, loaded = annotations_of(args, table, args.predictions)
+    benchmark = resolved.name if resolved is not None else None
     samples = None
-    if args.annotations is not None:
-        from tempcore.benchmarks import load_benchmark
-
-        loaded = load_benchmark(args.benchmark, args.annotations, skip_invalid=args.skip_invalid,
-                                **parse_key_values(args.option, "--option"))
-        samples = loaded.samples
-        if args.binary:
-            from tempcore.benchmarks.binary import binarize
-
-            samples = binarize(samples, seed=args.binary_seed)
+    if loaded is not None:
+        samples = binarized(loaded.samples, resolved, args.binary, args.binary_seed)
     parses = ["extract", "first-char"] if args.parse == "both" else [args.parse]
     out: dict[str, Any] = {}
     texts = []
     for parse in parses:
-        result = mba_table(table, samples=samples, benchmark=args.benchmark, models=args.models,
+        result = mba_table(table, samples=samples, benchmark=benchmark, models=args.models,
                            group_by=args.group_by, parse=parse, incomplete=args.incomplete,
                            dataset_field=args.dataset_field, category_field=args.category_field,
                            confidence=args.confidence)
@@ -78,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
                 for row in getattr(result, view):
                     row["parse"] = parse
         got = result.to_json()
+        if not got["overall"]:
+            raise nothing_to_show("mba", table, {"benchmark": benchmark, "models": args.models})
         if not out:
             out = got
         else:

@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     if args.max_samples < 1:
         raise ReportInputError("--max-samples must be at least 1")
     table = read_predictions_arg(args.predictions)
-    sources = load_sources(args) if args.annotations else {}
+    sources = load_sources(args, table, args.predictions) if args.annotations else {}
     inputs: dict[str, Any] = {"predictions": str(args.predictions)}
     if args.predictions.is_file():
         inputs["predictions_sha256"] = file_sha256(args.predictions)
@@ -124,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
     )
     paths = write_report(report, args.out)
     available = sum(1 for t in report.tables if t.table is not None and t.table.rows)
+    print(f"scoring: {args.scoring} (FSS / LIS; `tempcore diagnose` defaults to the same; --scoring to change)")
     print(f"{available} of {len(report.tables)} analyses available; {len(report.figures)} figures; "
           f"{len(report.browser.rows) if report.browser is not None else 0} samples in the browser")
     for item in report.tables:

@@ -15,9 +15,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "run",
         help="answer benchmarks x models x conditions into a resumable run store",
         description="Plan every (sample, model, condition) of a run configuration, skip what the run store "
-        "already holds, and answer the rest. Safe to interrupt: rerun the same command to resume.",
+        "already holds, and answer the rest. Safe to interrupt: rerun the same command to resume. "
+        "An example configuration to start from: examples/paper-audit.yaml (the examples/*.yaml of the "
+        "repository).",
     )
-    p.add_argument("--config", required=True, type=Path, help="run configuration (YAML)")
+    p.add_argument("--config", required=True, type=Path,
+                   help="run configuration (YAML), e.g. examples/paper-audit.yaml")
     p.add_argument("--dry-run", action="store_true",
                    help="check the configuration and print the plan from the annotations alone: no encoder, "
                    "no decoding, no store written, no model called")

@@ -111,6 +111,21 @@ def _cmd(args: argparse.Namespace) -> int:
                             text_control=not args.no_text_control), args.json)
 
 
+def _pct_interval(interval: Any) -> str:
+    """``[41.2, 58.8]%``: an interval in percent, as the accuracy beside it (``n/a`` when undefined)."""
+    if not interval or any(v is None for v in interval):
+        return "n/a"
+    lo, hi = interval
+    return f"[{100 * lo:.1f}, {100 * hi:.1f}]%"
+
+
+def _interval(interval: Any) -> str:
+    """``[-0.120, 0.034]``: an interval of differences (``n/a`` when undefined)."""
+    if not interval or any(v is None for v in interval):
+        return "n/a"
+    return f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
+
 def _score(args: argparse.Namespace) -> int:
     from tempcore.cli._common import read_predictions_arg
     from tempcore.visual.scoring import VisualScoreError, samples_from_annotations, score_predictions
@@ -131,7 +146,8 @@ def _score(args: argparse.Namespace) -> int:
     for g in result["groups"]:
         acc = "n/a" if g["accuracy"] is None else f"{100 * g['accuracy']:.1f}%"
         line = (f"{g['model']:20} {g['task']:4} {g['options']:6} n={g['n']:<5} acc={acc} "
-                f"wilson={g['wilson']} bootstrap={g['bootstrap']} chance={g['chance']:.2f}")
+                f"wilson={_pct_interval(g['wilson'])} bootstrap={_pct_interval(g['bootstrap'])} "
+                f"chance={100 * g['chance']:.1f}%")
         if g["sdt"]:
             s = g["sdt"]
             line += f" H={s['hit_rate']} FA={s['false_alarm_rate']} d'={s['d_prime']} c={s['criterion']}"
@@ -140,7 +156,7 @@ def _score(args: argparse.Namespace) -> int:
             print("  errors: " + ", ".join(f"{k} {100 * v:.1f}%" for k, v in g["errors_by_distractor"].items()))
     for gap in result["gaps"]:
         print(f"gap {gap['model']} {gap['task']}: visual {gap['visual']:.3f} - text {gap['text']:.3f} = "
-              f"{gap['gap']:.3f} {gap['bootstrap']} ({gap['n_pairs']} pairs)")
+              f"{gap['gap']:.3f} bootstrap={_interval(gap['bootstrap'])} ({gap['n_pairs']} pairs)")
     if result["unmatched"]:
         print(f"{result['unmatched']} prediction(s) not in the annotations (ignored)")
     return 0

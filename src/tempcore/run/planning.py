@@ -94,6 +94,9 @@ class BenchmarkPlan:
     samples: list[Sample]
     items: list[WorkItem]
     video_root: str | None
+    #: the format (loader) that read the annotations, and the configuration entry's index
+    format: str = ""
+    config_index: int | None = None
     invalid: int = 0
     skipped: int = 0
     missing_videos: list[str] = field(default_factory=list)

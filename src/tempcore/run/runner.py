@@ -178,8 +178,9 @@ def _load_plan(
     # answered: multiple-choice samples and grounding samples (windows, no options: [start, end])
     mc = [s for s in samples if (s.options and s.answer is not None) or is_grounding(s)]
     plan = BenchmarkPlan(
-        name=samples[0].benchmark if samples else entry.name, samples=mc, items=[],
-        video_root=None if video_root is None else str(video_root),
+        name=samples[0].benchmark if samples else str(entry.options.get("benchmark_name", entry.name)),
+        samples=mc, items=[], video_root=None if video_root is None else str(video_root),
+        format=entry.name, config_index=bench_index,
         invalid=len(result.invalid), skipped=len(result.skipped), not_multiple_choice=len(samples) - len(mc),
         grounding=sum(is_grounding(s) for s in mc),
     )
@@ -281,7 +282,7 @@ def _execute(
     used = executor.prepare(cfg, encoder=encoder, progress=progress)
     plans = []
     for i, b in enumerate(cfg.benchmarks):
-        log(f"benchmark {b.name}: {b.annotations}")
+        log(f"benchmark {_entry_label(b)}: {b.annotations}")
         plans.append(plan_benchmark(cfg, i, cache=cache, limit=limit, shard=shard, log=log, progress=progress,
                                     executor=executor))
     items = [it for p in plans for it in p.items]
@@ -360,6 +361,11 @@ def _execute(
     _print_summary(result, log)
     _write_summary(out, result, totals)
     if stopped is not None:
+        done = sum(m.done for m in summaries)
+        # `tempcore`'s interrupt message says it: what this invocation saved, and how to go on
+        stopped.tempcore_note = (  # type: ignore[attr-defined]
+            f"{done} prediction(s) answered before the stop are saved ({sum(totals.values())} in all in "
+            f"{store_path}); rerun the same command to resume")
         raise stopped
     return result
 
@@ -551,8 +557,15 @@ def _store_baseline(
     return summary
 
 
+def _entry_label(entry: Any) -> str:
+    """A configured benchmark as the log names it: its stored name, with its format when they differ
+    (``mybench (format generic)``, not ``generic`` for a benchmark the configuration named mybench)."""
+    name = str((entry.options or {}).get("benchmark_name") or entry.name)
+    return name if name == entry.name else f"{name} (format {entry.name})"
+
+
 def _bench_info(p: BenchmarkPlan) -> dict[str, Any]:
-    return {"samples": len(p.samples), "invalid": p.invalid, "skipped": p.skipped,
+    return {"format": p.format, "config_index": p.config_index, "samples": len(p.samples), "invalid": p.invalid, "skipped": p.skipped,
             "not_multiple_choice": p.not_multiple_choice, "missing_videos": len(p.missing_videos),
             "failed_videos": len(p.failed_videos), "damaged_videos": len(p.damaged_videos),
             "damaged_skipped": p.damaged_skipped, "samples_without_frames": p.samples_without_frames,
@@ -578,7 +591,7 @@ def _dry_run(
     lines = []
     oracle: dict[str, dict[str, int]] = {}
     for i, b in enumerate(cfg.benchmarks):
-        log(f"benchmark {b.name}: {b.annotations}")
+        log(f"benchmark {_entry_label(b)}: {b.annotations}")
         plan, mc, video_root = _load_plan(cfg, i, limit=limit, shard=shard, log=log)
         for m in plan.missing_videos:
             log(f"  missing video: {m}")
