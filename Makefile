@@ -12,7 +12,7 @@ EXTRAS ?= hf,serve,analysis,ray,dev
 CONSTRAINTS ?= constraints.txt
 STAMP  := $(VENV)/.tempcore-installed
 
-.PHONY: install demo test lint bench clean system-deps
+.PHONY: install demo test lint docs bench clean system-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,11 +41,16 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
 
-test: lint system-deps
+# The documentation site (mkdocs-material, mkdocs.yml) into site/; --strict: a broken link, a docstring the
+# API pages cannot render or an unknown generated table fails the build.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
+test: lint docs system-deps
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .ruff_cache

@@ -98,6 +98,8 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_runner.py": ("test_sigkill_during_run_then_resume_matches_uninterrupted",),  # 28.6-125 s
     "test_operator.py": ("test_a_stop_signal_commits_what_is_answered_writes_the_summary_and_the_table",),  # 2 x 12 s
     "test_store.py": ("test_sigkill_at_random_points_then_resume",),  # 6.1 s
+    "test_tiny_checkpoints.py": ("test_command_writes_checkpoints_that_load_through_the_user_path",),  # 15-25 s
+    "test_docs.py": ("*",),  # runs the README's and the site's examples, builds the site: see the module
     "test_trust_report.py": (  # headless Chromium: 11.8 s, 7.2 s, 6.5 s
         "test_fss_categories_filter_the_browser",
         "test_a_filter_link_scrolls_to_the_browser",

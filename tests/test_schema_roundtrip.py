@@ -134,9 +134,11 @@ def test_store_columns_are_the_prediction_fields_and_the_tidy_table_carries_them
         assert f" {c.name} " in ddl
 
 
-def test_readme_column_table_is_the_declared_one() -> None:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    assert schema.markdown_table() in readme
+def test_the_docs_column_table_is_generated_from_the_declaration() -> None:
+    root = Path(__file__).parent.parent
+    assert "<!-- generated: predictions-schema -->" in (root / "docs" / "reference" / "predictions-schema.md").read_text()
+    hooks = (root / "tools" / "mkdocs_hooks.py").read_text()
+    assert "from tempcore.tidy.schema import markdown_table" in hooks
 
 
 @pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
