@@ -88,6 +88,7 @@ SLOW: dict[str, tuple[str, ...]] = {
     "test_plugins.py": ("test_register_through_entry_points_of_an_installed_distribution",),  # 4.7-8.4 s
     "test_decode_once.py": ("test_demo_profile_prints_where_the_time_goes_and_changes_no_answer",),  # 25-80 s
     "test_ray.py": ("*",),  # a local Ray and a `ray start --head` cluster: 3.5-4 min in all (load 6-10)
+    "test_ray_node_loss.py": ("*",),  # a two-node Ray cluster, nodes killed mid-run: 3 min in all (load 6-12)
     "test_oracle_early_stop.py": (  # world runs (about 20 s fixture) and the Ray executor (about 80 s)
         "test_same_oracle_correctness_and_uniform_vs_oracle_with_fewer_calls",
         "test_stored_windows_are_the_asking_order_up_to_the_first_correct",

@@ -13,11 +13,14 @@ from tempcore.run.config import RunConfig
 VOLATILE = {"run_id", "created_at", "latency_s"}
 """Columns that differ between two runs of the same work."""
 
+LOCAL_ONLY = ("parallel_models", "model_processes")
+"""Configuration keys of the local executor only, dropped when ``changes`` name another executor."""
+
 
 def demo_run_config(world: Any, out: Path, models: Collection[str], *, source: str, **changes: Any) -> RunConfig:
     """:func:`tempcore.demo.demo_config` over ``world`` into ``out`` (its own cache beside it), the
     zoo ``models`` only, ``request_batch`` 4 (so a job spans several chunks and two threads share
-    some model), then ``changes``."""
+    some model), then ``changes`` (with ``executor`` other than local, without :data:`LOCAL_ONLY`)."""
     from tempcore.demo import demo_config
 
     raw = dict(demo_config(world, out, cache=out.parent / f"{out.name}-cache").to_dict())
@@ -25,6 +28,9 @@ def demo_run_config(world: Any, out: Path, models: Collection[str], *, source: s
     raw["models"] = [m for m in raw["models"] if (m.get("name") or m["model"]) in models]
     raw["request_batch"] = 4
     raw.update(changes)
+    if raw.get("executor", "local") != "local":  # the local executor's own keys (the demo sets them)
+        for key in LOCAL_ONLY:
+            raw.pop(key, None)
     return RunConfig.from_dict(raw, source=source)
 
 

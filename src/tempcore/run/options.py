@@ -50,7 +50,7 @@ class ActorResources:
 
 
 _KEYS = ("address", "runtime_env", "concurrent_models", "max_in_flight", "max_restarts", "max_task_retries",
-         "max_attempts", "encoder", "model_defaults", "models")
+         "max_attempts", "placement_timeout_s", "encoder", "model_defaults", "models")
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,8 @@ class RayOptions:
     max_restarts:      Ray restarts of a dead actor (default 3);
     max_task_retries:  Ray retries of the call a dead actor was running (default 3);
     max_attempts:      tries of one unit before its items go to the failures table (default 3);
+    placement_timeout_s: how long actors may wait to be placed, and an actor whose node was lost to
+                       be placed again by Ray, before the executor runs without it (default 10);
     encoder:           ``{actors, num_gpus, num_cpus}`` of the frame actors (default 1, 0, 1);
     model_defaults:    ``{replicas, num_gpus, num_cpus}`` of each model (default 1, 0, 1);
     models:            per model name (its ``name``, or the display name): ``{replicas, num_gpus, num_cpus}``.
@@ -79,6 +81,7 @@ class RayOptions:
     max_restarts: int = 3
     max_task_retries: int = 3
     max_attempts: int = 3
+    placement_timeout_s: float = 10.0
     encoder: ActorResources = ActorResources()
     model_defaults: ActorResources = ActorResources()
     models: dict[str, ActorResources] = field(default_factory=dict)
@@ -117,6 +120,8 @@ class RayOptions:
             max_task_retries=_number(f"{where}.max_task_retries", data.get("max_task_retries", 3), minimum=-1,
                                      integer=True),
             max_attempts=_number(f"{where}.max_attempts", data.get("max_attempts", 3), minimum=1, integer=True),
+            placement_timeout_s=float(_number(f"{where}.placement_timeout_s", data.get("placement_timeout_s", 10),
+                                              minimum=1, integer=False)),
             encoder=ActorResources.from_dict(f"{where}.encoder", data.get("encoder") or {}, count_key="actors"),
             model_defaults=ActorResources.from_dict(f"{where}.model_defaults", data.get("model_defaults") or {},
                                                     count_key="replicas"),

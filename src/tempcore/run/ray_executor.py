@@ -1,72 +1,34 @@
 """The Ray executor: the plan of a local run, scored and answered by Ray actors.
 
-``tempcore run --config C --executor ray [--ray-address auto|HOST:PORT]`` (or ``executor: ray`` in
-the configuration) runs the same plan as a local run (:mod:`tempcore.run.planning`); only where the
-two heavy steps happen changes:
+``tempcore run --config C --executor ray [--ray-address auto|HOST:PORT]`` (or ``executor: ray``)
+runs the same plan as a local run (:mod:`tempcore.run.planning`); only where the two heavy steps
+happen changes:
 
-- **frame scoring**: Ray calls over whole videos (all the samples sharing a file and segment),
-  sent to *frame actors* that each load the encoder once (``ray.encoder``: ``actors``,
-  ``num_gpus``, ``num_cpus``); they return the scores (:func:`tempcore.run.frames.frame_events`) to
-  the driver, which builds the timelines and the work items. One call takes the videos the local
-  scorer scores together: consecutive videos until their questions fill one text batch
-  (:data:`TEXT_BATCH` texts; one video when it has more). The choice keeps every text embedding
-  bit-identical to a local run (batched matrix products are not batch-size invariant, and a
-  difference in the last bit can swap two near-tied frames). Without score-based conditions
-  (probing only) a call is one video;
-- **answering**: each model entry gets ``replicas`` *model actors* (``ray.models.<name>``:
-  ``replicas``, ``num_gpus``, ``num_cpus``; ``ray.model_defaults`` for the others), each loading
-  its model once; the driver sends them calls of units (a unit: one sample's items whose frames
-  fit in ``max_frames_in_memory``, as locally; a call: consecutive units until they hold
-  ``request_batch`` items, :func:`_next_call`), the actor answers a call as a local run answers
-  its job (:func:`tempcore.run.answering.answer_stream`: batches of ``request_batch`` formed across
-  the call's samples, frames decoded ahead by threads while the model answers) and returns
-  Predictions / Failures. (One unit per call, as before, measured 24 calls per model of the
-  reduced demo world, each decoding before answering and answering batches of one sample.)
+- **frame scoring**: calls over whole videos sent to *frame actors* that each load the encoder
+  once (``ray.encoder``); one call takes the videos the local scorer scores together (their
+  questions fill one text batch, :data:`TEXT_BATCH`), so every text embedding is bit-identical to a
+  local run's;
+- **answering**: each model gets ``replicas`` *model actors* (``ray.models.<name>``, else
+  ``ray.model_defaults``), each loading its model once; a call is consecutive units until they hold
+  ``request_batch`` items (:func:`_next_call`), answered as a local run answers its job
+  (:func:`tempcore.run.answering.answer_stream`).
 
-The driver alone writes the run store (one SQLite writer, local to the driver) and commits each
-unit's results as they arrive (:func:`tempcore.run.answering.commit`), with at most
-``max_in_flight`` calls per actor outstanding, so memory stays flat and a crash of anything loses
-at most what was in flight: a rerun resumes from the store exactly like a local run (stored keys
-are never asked again).
-
-Faults (the choices): an actor whose process dies is restarted by Ray (``max_restarts``) and the
-call it was running retried (``max_task_retries``); a call that still fails (the actor died
-for good, or the model raised) is split into its units, each sent again alone, to any live actor
-(the failed call counts against none of them), and a unit alone is sent again until it has
-failed ``max_attempts`` times; then each of its items goes to the failures table with the error (never
-into predictions) and the run goes on. A permanently dead actor is replaced by a fresh one. A
-model that cannot load stops the run (as locally); a model that returns the wrong number of
-responses stops it too (:class:`~tempcore.run.planning.RunError`). A frame-scoring call that keeps
-failing makes its video a failed video (listed, its samples answered frameless only).
-
-Models run one after the other by default (one model's actors hold their GPUs at a time, as a
-local run holds one model in memory); ``concurrent_models: true`` starts every model's actors at
-once (a cluster with room for all of them).
-
-Actors are worker processes the executor reuses (the choice): when a job ends its actors close
-their model and wait idle; the next job whose resources (``num_cpus``, ``num_gpus``) match takes
-them and loads its own model, so the frame actors become the first model's actors and each
-model's actors the next one's (with the defaults, one process serves the whole run). A model is
-still loaded once per actor; what is saved is a Ray worker start, its imports (torch, tempcore)
-and CUDA context per model — on the demo world that was most of the Ray run's overhead. Idle
-workers of another shape are stopped before new actors are started (their reservations would
-block them). Every call names what its worker must hold (the encoder, or a job's model), and a
-worker loads it when it does not hold it: a worker that Ray restarted after its process died
-holds nothing and loads again on its retried call.
-
-The embedding cache: frame actors read and write the run's ``cache`` folder themselves. On one
-machine that is the driver's cache; across machines give ``cache`` a path every node mounts
-(a shared filesystem). A node that cannot see the shared path keeps its own cache at the same
-path: entries are keyed by content (video, encoder fingerprint, fps), so a node never reuses a
-stale one, it only computes what another node already has. Videos and local model / encoder
-folders must be at the same path on every node.
-
-Ray is imported only when this executor starts (``pip install 'tempcore[ray]'``); ``import
-tempcore`` and a local run never import it.
+The driver alone writes the run store and commits each call's results as they arrive, with at most
+``max_in_flight`` calls per actor outstanding: a crash loses at most what was in flight, and a rerun
+resumes from the store. Faults: Ray restarts a dead actor (``max_restarts``) and retries its call
+(``max_task_retries``); a call that still fails is split into its units, each sent again alone, and a
+unit that has failed ``max_attempts`` times goes to the failures table (never into predictions).
+A lost node (:mod:`tempcore.run.ray_placement`): every actor that reserves resources has a placement
+group of its own; a step runs on the actors placed within ``placement_timeout_s`` (fewer: logged;
+none: :class:`~tempcore.run.ray_placement.PlacementError`); calls lost with a node are sent again.
+Actors are worker processes reused across models (the next job with the same resources loads its
+model into them). Ray is imported only when this executor starts. The choices and their reasons are
+in ``docs/design/run.md``.
 """
-
 from __future__ import annotations
 
+import functools
+import logging
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -81,6 +43,9 @@ from tempcore.run.frames import collect_timelines, frame_events
 from tempcore.run.options import ActorResources, RayOptions
 from tempcore.run.planning import RunError, Timelines, WorkItem, answer_units
 from tempcore.run.predictions import Answered
+from tempcore.run.ray_placement import TICK as _TICK
+from tempcore.run.ray_placement import Placed, Placement, PlacementError
+from tempcore.run.ray_placement import describe_error as _describe
 
 if TYPE_CHECKING:
     from tempcore.encoders.base import FrameTextEncoder
@@ -91,7 +56,9 @@ if TYPE_CHECKING:
     from tempcore.run.frame_scoring import FrameScores, ScoreFailure
     from tempcore.run.store import RunStore
 
-__all__ = ["ActorResources", "PendingEncoder", "RayExecutor", "RayOptions", "RemoteEncoder"]
+__all__ = ["ActorResources", "PendingEncoder", "PlacementError", "RayExecutor", "RayOptions", "RemoteEncoder"]
+
+_log = logging.getLogger(__name__)
 
 #: texts per encoder call in :func:`tempcore.run.frame_scoring.score_samples` (its ``text_batch`` default)
 TEXT_BATCH = 256
@@ -218,15 +185,6 @@ class PendingEncoder:
         return self._wait().fingerprint
 
 
-def _describe(exc: BaseException) -> str:
-    """A Ray error in one line: the remote exception's type and message when there is one."""
-    cause = getattr(exc, "cause", None)
-    if isinstance(cause, BaseException):
-        return f"{type(cause).__name__}: {cause}"
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}"
-
-
 # --- the executor -----------------------------------------------------------------------------
 
 #: the attempts of a unit split out of a failed call of several units: it is sent alone from then on
@@ -251,11 +209,32 @@ def _next_call(queue: deque[tuple[list[WorkItem], int]], request_batch: int) -> 
     return units, 0
 
 
-@dataclass
+def _use_model(loading: Any, actor: Any) -> Any:
+    """A worker's call that loads the model of ``loading`` (its object ref)."""
+    return actor.use_model.remote(loading)
+
+
+def _requeue(queue: deque[Any], units: list[list[WorkItem]], attempts: int) -> None:
+    """The units of a call lost with its actor's node, back at the front of ``queue``, the try not
+    counted (the node's fault, not theirs): a call of several units is split (each goes alone)."""
+    if len(units) > 1:
+        queue.extendleft((u, _ALONE) for u in reversed(units))
+    else:
+        queue.appendleft((units[0], attempts))
+
+
+@dataclass(eq=False)
 class _Slot:
-    actor: Any
+    placed: Placed
     busy: int = 0
     alive: bool = True
+
+    @property
+    def actor(self) -> Any:
+        return self.placed.actor
+
+    def free(self, cap: int, now: float) -> bool:
+        return self.alive and self.busy < cap and self.placed.takes_calls(now)
 
 
 @dataclass
@@ -281,8 +260,9 @@ class RayExecutor:
         self.address = address if address is not None else self.options.address
         self._ray: Any = None
         self._started_ray = False
-        self._frame_actors: list[Any] = []
-        self._idle: list[tuple[tuple[float, float], Any]] = []  # (num_cpus, num_gpus), worker
+        self._frame_actors: list[Placed] = []
+        self._idle: list[Placed] = []
+        self._placement: Placement | None = None
         self._encoding: Any = None  # an object ref of (encoder, name, options)
         self._encoder_loads: list[Any] = []  # the frame actors' use_encoder calls (prepare)
         self._remote_encoder: RemoteEncoder | None = None
@@ -318,7 +298,22 @@ class RayExecutor:
                 raise RunError(f"cannot start or join Ray at {where}: {type(exc).__name__}: {exc}") from exc
             self._started_ray = True
         self._ray = ray
+        cls, opts = ray.remote(_Worker), self.options
+
+        def make(num_cpus: float, num_gpus: float, strategy: Any) -> Any:
+            kw: dict[str, Any] = {"num_cpus": num_cpus, "num_gpus": num_gpus, "max_restarts": opts.max_restarts,
+                                  "max_task_retries": opts.max_task_retries}
+            if strategy is not None:
+                kw["scheduling_strategy"] = strategy
+            return cls.options(**kw).remote(self._cache_root)
+
+        self._placement = Placement(ray, make, opts.placement_timeout_s, opts.max_attempts)
         return ray
+
+    @property
+    def placement(self) -> Placement:
+        assert self._placement is not None, "Ray is not started"
+        return self._placement
 
     def close(self) -> None:
         """Stop the frame actors, and the local Ray if this executor started it."""
@@ -326,12 +321,13 @@ class RayExecutor:
             return
         self._kill_frame_actors()
         try:  # close the models the idle workers may still hold (a model that fails to close is killed)
-            self._ray.get([actor.release.remote() for _shape, actor in self._idle], timeout=60)
+            self._ray.get([p.actor.release.remote() for p in self._idle], timeout=60)
         except Exception:  # noqa: BLE001,S110 - stopping must not fail the run
             pass
-        for _shape, actor in self._idle:
-            self._ray.kill(actor)
+        for p in self._idle:
+            self.placement.stop(p)
         self._idle = []
+        self.placement.close()  # every group still placed (their reservations)
         if self._started_ray:
             self._ray.shutdown()
             self._started_ray = False
@@ -358,7 +354,7 @@ class RayExecutor:
             return None
         actors = self._start_frame_actors()
         self._encoding = self._ray.put((encoder, self._encoder_name, self._encoder_options))
-        self._encoder_loads = [a.use_encoder.remote(self._encoding) for a in actors]
+        self._encoder_loads = [a.actor.use_encoder.remote(self._encoding) for a in actors]
         self._remote_encoder = None
         return PendingEncoder(self._encoder_loaded)
 
@@ -367,11 +363,11 @@ class RayExecutor:
         if self._remote_encoder is None:
             if not self._encoder_loads:
                 raise RunError("frame scoring on Ray needs an encoder: prepare() was not asked to load one")
-            try:
-                got = self._ray.get(self._encoder_loads)[0]
-            except Exception as exc:
-                raise RunError(f"encoder {self._encoder_name}: the frame actors could not load it: "
-                               f"{_describe(exc)}") from exc
+            what = f"encoder {self._encoder_name}"
+            loaded = self.placement.load(what, self._frame_actors, lambda a: a.use_encoder.remote(self._encoding),
+                                self._encoder_loads, failed="the frame actors could not load it")
+            self._frame_actors = [p for p, _ in loaded]
+            got = loaded[0][1]
             if got is None:
                 raise RunError(f"encoder {self._encoder_name}: the frame actors loaded no encoder")
             self._remote_encoder = RemoteEncoder(*got)
@@ -379,38 +375,68 @@ class RayExecutor:
 
     # workers
 
-    def _workers(self, res: ActorResources, n: int) -> list[Any]:
+    def _workers(self, res: ActorResources, n: int, what: str) -> list[Placed]:
         """``n`` workers reserving ``res``: idle ones of the same shape first (their processes
-        reused), then new ones; idle workers of another shape are stopped first (their
-        reservations would keep the new ones from being placed)."""
-        shape = (res.num_cpus, res.num_gpus)
-        taken = [actor for s, actor in self._idle if s == shape][:n]
-        self._idle = [(s, actor) for s, actor in self._idle if all(actor is not t for t in taken)]
+        reused), then new ones, each placed in a group of its own (fewer when the cluster has no
+        room: logged; none: :class:`PlacementError`). An idle worker whose node is lost is never
+        reused; idle workers of another shape are stopped before new ones are placed (their
+        reservations would keep them from being placed)."""
+        idle, self._idle, taken = self._idle, [], list[Placed]()
+        if idle:
+            self.placement.look(now=True)
+        for p in idle:
+            if not self.placement.usable(p):
+                _log.info("%s: an idle worker's node is lost; it is not reused", what)
+                self.placement.stop(p)
+            elif p.shape == (res.num_cpus, res.num_gpus) and len(taken) < n:
+                taken.append(p)
+            else:
+                self._idle.append(p)
         if len(taken) < n:
-            for _shape, actor in self._idle:
-                self._ray.kill(actor)
+            for p in self._idle:
+                self.placement.stop(p)
             self._idle = []
-            cls = self._ray.remote(_Worker).options(
-                num_cpus=res.num_cpus, num_gpus=res.num_gpus, max_restarts=self.options.max_restarts,
-                max_task_retries=self.options.max_task_retries)
-            taken += [cls.remote(self._cache_root) for _ in range(n - len(taken))]
+            taken = self.placement.fill(what, res.num_cpus, res.num_gpus, n, taken)
         return taken
 
-    def _park(self, res: ActorResources, actors: Sequence[Any]) -> None:
+    def _park(self, placed: Sequence[Placed]) -> None:
         """Workers done with a job become idle (what they hold released), for the next job."""
-        for actor in actors:
-            actor.release.remote()  # runs before any later call on this actor
-            self._idle.append(((res.num_cpus, res.num_gpus), actor))
+        for p in placed:
+            p.actor.release.remote()  # runs before any later call on this actor
+            self._idle.append(p)
 
-    def _start_frame_actors(self) -> list[Any]:
+    def _start_frame_actors(self) -> list[Placed]:
         if not self._frame_actors:
-            self._frame_actors = self._workers(self.options.encoder, self.options.encoder.actors)
+            self._frame_actors = self._workers(self.options.encoder, self.options.encoder.actors, "frame scoring")
         return self._frame_actors
 
     def _kill_frame_actors(self) -> None:
-        for a in self._frame_actors:
-            self._ray.kill(a)
+        for p in self._frame_actors:
+            self.placement.stop(p)
         self._frame_actors = []
+
+    def _lost(self, slots: Sequence[_Slot]) -> list[_Slot]:
+        """The live slots whose actor's node is lost and that Ray did not place again within
+        ``placement_timeout_s`` (the cluster looked at once a second at most)."""
+        lost = self.placement.lost([s.placed for s in slots if s.alive])
+        return [s for s in slots if s.alive and s.placed in lost]
+
+    def _renew(self, what: str, slots: list[_Slot], old: Placed, call: Callable[[Any], Any],
+               log: Callable[[str], None]) -> None:
+        """A new worker in place of ``old`` (stopped), loaded with ``call``, added to ``slots``
+        when the cluster has room; with no live slot left, a :class:`PlacementError`."""
+        new = self.placement.renew(old)
+        if new is not None:
+            try:
+                slots += [_Slot(p) for p, _ in self.placement.load(what, [new], call)]
+            except PlacementError:
+                pass
+        live = sum(s.alive for s in slots)
+        if not live:
+            raise PlacementError(f"{what}: no worker left and none can be placed; {self.placement.cluster()}")
+        if new is None:
+            log(f"  {what}: no room for a new worker; going on with {live}")
+            _log.warning("%s: no room for a new worker; going on with %d", what, live)
 
     def timelines(
         self, samples: Sequence[Sample], modes: Sequence[str], *, cfg: RunConfig, cache: EmbeddingCache | None,
@@ -419,14 +445,17 @@ class RayExecutor:
         """Score (or probe) one video per Ray call, spread over the frame actors, at most
         ``max_in_flight`` calls per actor outstanding; a call that keeps failing makes its video
         a failed video."""
+        from ray.exceptions import ActorDiedError, ActorUnavailableError
+
         from tempcore.benchmarks import resolve_video
         from tempcore.run.frame_scoring import ScoreFailure
 
         ray = self._init()
-        actors = self._start_frame_actors()
         encoding = self._encoding if modes else None
         if modes:  # a failed encoder load stops the run here, before any video is sent
             self._encoder_loaded()
+        slots = [_Slot(p) for p in self._start_frame_actors()]
+        load: Callable[[Any], Any] = (lambda a: a.use_encoder.remote(encoding)) if modes else (lambda a: a.pid.remote())
         by_video: dict[tuple[Any, ...], list[Sample]] = {}
         for s in samples:
             key = (str(resolve_video(s, video_root)), s.start, s.end, s.media)
@@ -445,25 +474,42 @@ class RayExecutor:
                     n_texts += len(group) * len(modes)
                 groups[first] = chunk
         queue: deque[tuple[tuple[Any, ...], int]] = deque((k, 0) for k in groups)
-        busy = [0] * len(actors)
-        inflight: dict[Any, tuple[tuple[Any, ...], int, int]] = {}
+        inflight: dict[Any, tuple[tuple[Any, ...], int, _Slot]] = {}
         events: list[FrameScores | ScoreFailure | Any] = []
         b = bar(len(samples), f"{label}: frames", progress)
         cap = self.options.max_in_flight
         try:
             while queue or inflight:
-                while queue and min(busy) < cap:
+                while queue and (free := [s for s in slots if s.free(cap, time.monotonic())]):
                     key, attempts = queue.popleft()
-                    i = busy.index(min(busy))
-                    ref = actors[i].events.remote(encoding, groups[key], list(modes), cfg.fps, video_root)
-                    inflight[ref] = (key, attempts, i)
-                    busy[i] += 1
-                [ref], _ = ray.wait(list(inflight), num_returns=1)
-                key, attempts, i = inflight.pop(ref)
-                busy[i] -= 1
+                    slot = min(free, key=lambda s: s.busy)
+                    ref = slot.actor.events.remote(encoding, groups[key], list(modes), cfg.fps, video_root)
+                    inflight[ref] = (key, attempts, slot)
+                    slot.busy += 1
+                for slot in self._lost(slots):  # their calls go to the others
+                    slot.alive = False
+                    for ref in [r for r, v in inflight.items() if v[2] is slot]:
+                        key, attempts, _slot = inflight.pop(ref)
+                        queue.appendleft((key, attempts))
+                    self._renew("frame scoring", slots, slot.placed, load, log)
+                if not inflight:
+                    time.sleep(_TICK / 4)  # every worker paused or off a live node
+                    continue
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=_TICK)
+                if not ready:
+                    continue
+                key, attempts, slot = inflight.pop(ready[0])
+                slot.busy -= 1
                 try:
-                    events.extend(ray.get(ref))
+                    events.extend(ray.get(ready[0]))
+                except ActorUnavailableError:  # its node is lost, not yet known: not the video's fault
+                    slot.placed.paused_until = time.monotonic() + _TICK
+                    queue.appendleft((key, attempts))
+                    continue
                 except Exception as exc:
+                    if isinstance(exc, ActorDiedError) and slot.alive:
+                        slot.alive = False
+                        self._renew("frame scoring", slots, slot.placed, load, log)
                     if attempts + 1 < self.options.max_attempts:
                         queue.appendleft((key, attempts + 1))
                         continue
@@ -473,6 +519,10 @@ class RayExecutor:
                 b.update(len(groups[key]))
         finally:
             close_bar(b)
+            self._frame_actors = [slot.placed for slot in slots if slot.alive]
+            for slot in slots:
+                if not slot.alive:
+                    self.placement.stop(slot.placed)
         return collect_timelines(events, modes, log)
 
     # answering
@@ -483,30 +533,24 @@ class RayExecutor:
         self._jobs += 1
         loading = self._ray.put((f"{self._jobs}:{job.spec.display_name}", job.spec, factory))
         res = self.options.for_model(job.spec.display_name)
-        slots = [_Slot(a) for a in self._model_actors(job, loading, res.actors)]
+        slots = [_Slot(p) for p in self._model_actors(job, loading, res.actors)]
         units = answer_units(job.items, settings.max_frames_in_memory)
         return _Pool(job, slots, deque((u, 0) for u in units),
                      Progress(len(job.items), job.spec.display_name, progress), time.perf_counter(), loading)
 
-    def _model_actors(self, job: ModelJob, loading: Any, n: int) -> list[Any]:
-        """``n`` workers holding the job's model (each loads it once)."""
-        ray = self._ray
-        actors = self._workers(self.options.for_model(job.spec.display_name), n)
-        try:
-            ray.get([a.use_model.remote(loading) for a in actors])
-        except Exception as exc:
-            for a in actors:
-                ray.kill(a)
-            raise RunError(f"model {job.spec.display_name}: cannot load on Ray: {_describe(exc)}") from exc
-        return actors
+    def _model_actors(self, job: ModelJob, loading: Any, n: int) -> list[Placed]:
+        """``n`` workers holding the job's model (each loads it once; fewer when fewer fit)."""
+        what = f"model {job.spec.display_name}"
+        placed = self._workers(self.options.for_model(job.spec.display_name), n, what)
+        return [p for p, _ in self.placement.load(what, placed, functools.partial(_use_model, loading))]
 
     def _stop_pool(self, pool: _Pool) -> None:
         pool.progress.close()
         pool.job.summary.seconds += time.perf_counter() - pool.started
         for slot in pool.slots:
             if not slot.alive:
-                self._ray.kill(slot.actor)
-        self._park(self.options.for_model(pool.job.spec.display_name), [s.actor for s in pool.slots if s.alive])
+                self.placement.stop(slot.placed)
+        self._park([s.placed for s in pool.slots if s.alive])
 
     def answer(
         self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
@@ -514,7 +558,7 @@ class RayExecutor:
     ) -> None:
         """Answer every job on model actors; commit each unit's results on arrival (this process)."""
         ray = self._init()
-        self._park(self.options.encoder, self._frame_actors)  # their processes (or resources) go to the models
+        self._park(self._frame_actors)  # their processes (or resources) go to the models
         self._frame_actors = []
         waiting = deque(jobs)
         pools: list[_Pool] = []
@@ -523,7 +567,7 @@ class RayExecutor:
 
         def submit(pool: _Pool) -> None:
             while pool.queue:
-                live = [s for s in pool.slots if s.alive and s.busy < cap]
+                live = [s for s in pool.slots if s.free(cap, time.monotonic())]
                 if not live:
                     return
                 slot = min(live, key=lambda s: s.busy)
@@ -545,9 +589,17 @@ class RayExecutor:
                 for pool in [p for p in pools if not p.queue and not p.inflight]:
                     pools.remove(pool)
                     self._stop_pool(pool)
+                self._take_over(pools, inflight, log)
+                for pool in pools:
+                    submit(pool)
                 if not inflight:
+                    if pools:
+                        time.sleep(_TICK / 4)  # every worker paused or off a live node
                     continue
-                [ref], _ = ray.wait(list(inflight), num_returns=1)
+                ready, _ = ray.wait(list(inflight), num_returns=1, timeout=_TICK)
+                if not ready:
+                    continue
+                ref = ready[0]
                 pool, slot, units, attempts = inflight.pop(ref)
                 slot.busy -= 1
                 pool.inflight -= 1
@@ -564,6 +616,24 @@ class RayExecutor:
             for pool in pools:
                 self._stop_pool(pool)
 
+    def _take_over(self, pools: Sequence[_Pool], inflight: dict[Any, tuple[_Pool, _Slot, list[list[WorkItem]], int]],
+                   log: Callable[[str], None]) -> None:
+        """The actors whose node is lost and that Ray did not place again in time: stopped, their
+        calls back in their job's queue (the try not counted), a new actor where there is room."""
+        lost = self._lost([s for p in pools for s in p.slots])
+        for pool, slot in [(p, s) for p in pools for s in p.slots if s in lost]:
+            name = pool.job.spec.display_name
+            slot.alive = False
+            back = [r for r, v in inflight.items() if v[1] is slot]
+            for ref in back:
+                _pool, _slot, units, attempts = inflight.pop(ref)
+                slot.busy -= 1
+                pool.inflight -= 1
+                _requeue(pool.queue, units, attempts)
+            log(f"  model {name}: an actor's node is lost and Ray did not place it again within "
+                f"{self.placement.timeout_s:g} s; its {len(back)} call(s) go to the other actors")
+            self._renew(f"model {name}", pool.slots, slot.placed, functools.partial(_use_model, pool.loading), log)
+
     def _failed(
         self, pool: _Pool, slot: _Slot, units: list[list[WorkItem]], attempts: int, exc: BaseException,
         store: RunStore, run_id: str, factory: ModelFactory, log: Callable[[str], None],
@@ -572,16 +642,21 @@ class RayExecutor:
         split into its units, each sent again alone (the failed try counts against none of them:
         one unit's fault must not use up the others' attempts); a call of one unit is retried, or
         its items recorded as failures once it has failed ``max_attempts`` times."""
-        from ray.exceptions import ActorDiedError
+        from ray.exceptions import ActorDiedError, ActorUnavailableError
 
         cause = getattr(exc, "cause", None)
         if isinstance(cause, RunError):
             raise cause
         name = pool.job.spec.display_name
+        if isinstance(exc, ActorUnavailableError):  # its node is lost, not yet known: not the units' fault
+            slot.placed.paused_until = time.monotonic() + _TICK
+            _requeue(pool.queue, units, attempts)
+            _log.info("model %s: an actor is unreachable (%s); its call goes to the others", name, _describe(exc))
+            return
         if isinstance(exc, ActorDiedError) and slot.alive:
             slot.alive = False
             log(f"  model {name}: an actor died for good ({_describe(exc)}); starting a new one")
-            pool.slots.append(_Slot(self._model_actors(pool.job, pool.loading, 1)[0]))
+            self._renew(f"model {name}", pool.slots, slot.placed, functools.partial(_use_model, pool.loading), log)
         if len(units) > 1:
             pool.queue.extendleft((u, _ALONE) for u in reversed(units))
             return

@@ -43,7 +43,7 @@ from tempcore.selection.spans import gtcrop, retrieve_ground
 from tempcore.selection.windows import DEFAULT_MAX_WINDOWS, oracle, window_starts
 
 # The built-in strategies, registered when the package is first imported (any of its modules).
-for _name, _fn in (
+_BUILT_INS = (
     ("maxprob", maxprob),
     ("minprob", minprob),
     ("uniform", uniform),
@@ -56,15 +56,17 @@ for _name, _fn in (
     ("reversed", reversed),
     ("aks", aks),
     ("bolt", bolt),
-    ("retrieval", _retrieval.retrieval),  # the ExtremeWhenBench retrieval baseline (issue 15)
-    ("retrieve_ground", retrieve_ground),  # its retrieve-then-ground hybrid (issue 15)
-    ("gtcrop", gtcrop),  # the window-length sweep: a GT-centred crop of width W (issue 15)
-):
+    ("retrieval", _retrieval.retrieval),  # the ExtremeWhenBench retrieval baseline
+    ("retrieve_ground", retrieve_ground),  # its retrieve-then-ground hybrid
+    ("gtcrop", gtcrop),  # the window-length sweep: a GT-centred crop of width W
+)
+for _name, _fn in _BUILT_INS:
     STRATEGIES.register(_name, _fn)
 
-SCORE_BASED = frozenset(name for name in STRATEGIES if needs_scores(name))
+SCORE_BASED = frozenset(name for name, fn in _BUILT_INS if getattr(fn, "needs_scores", False))
 """The built-in strategies that rank frames by score (they need ``scores``; the others ignore them),
-as :func:`needs_scores` says; :func:`score_based` includes plug-ins."""
+as :func:`needs_scores` says; :func:`score_based` includes plug-ins. Read from the built-ins, never by
+iterating :data:`STRATEGIES`, which would load the plug-ins while one of them may be importing this package."""
 
 # ``random`` and ``reversed`` are importable by name but left out of ``__all__`` so that a star
 # import does not shadow the builtins of the same names.
