@@ -18,6 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tempcore.cli._sources import BenchmarkArgumentError as BenchmarkArgumentError  # defined with the sources
+from tempcore.cli._sources import parse_key_values as parse_key_values
 from tempcore.errors import TempcoreError
 
 #: the exit code of a run whose requests failed (all else went through; ``--allow-failures``: 0)
@@ -83,19 +85,6 @@ def _store_table(path: Path) -> Any:
         return validate_table(predictions_table(store), str(path))
 
 
-def parse_key_values(pairs: list[str] | None, flag: str = "--option") -> dict[str, str]:
-    """``["KEY=VALUE", ...]`` -> dict; a pair without ``=`` is a named error."""
-    from tempcore.benchmarks import BenchmarkOptionError
-
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise BenchmarkOptionError(f"{flag} expects KEY=VALUE, not {pair!r}")
-        out[key.strip()] = value
-    return out
-
-
 #: the scoring of FSS / LIS in every command that diagnoses (``diagnose``, ``report``, ``export tempcore``)
 DEFAULT_SCORING = "hard"
 SCORING_HELP = (
@@ -131,10 +120,6 @@ def diagnose_args(table: Any, args: argparse.Namespace) -> Any:
                     models=args.models, filters={"k": args.k, "encoder": args.encoder},
                     noframe_filters={"k": noframe_k}, lis_panel=getattr(args, "lis_panel", "fss"),
                     flags={"noframe_k": "--noframe-k" if args.noframe_k is not None else "--k"})
-
-
-class BenchmarkArgumentError(TempcoreError):
-    """A ``--annotations`` / ``--video-root`` / ``--option`` value cannot be understood."""
 
 
 ANNOTATIONS_HELP = (

@@ -25,7 +25,25 @@ from typing import Any
 
 from tempcore.errors import TempcoreError
 
+
 #: help of ``--benchmark`` in the analysis commands
+class BenchmarkArgumentError(TempcoreError):
+    """A ``--annotations`` / ``--video-root`` / ``--option`` value cannot be understood."""
+
+
+def parse_key_values(pairs: list[str] | None, flag: str = "--option") -> dict[str, str]:
+    """``["KEY=VALUE", ...]`` -> dict; a pair without ``=`` is a named error."""
+    from tempcore.benchmarks import BenchmarkOptionError
+
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise BenchmarkOptionError(f"{flag} expects KEY=VALUE, not {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
 BENCHMARK_HELP = ("the benchmark as the predictions name it (their benchmark column, e.g. a run's benchmark_name); "
                   "its rows are used and --annotations are read with the format the run recorded for it. A format "
                   "name (e.g. generic) also works when exactly one benchmark of the predictions was read with it")
@@ -238,8 +256,6 @@ def load_resolved(resolved: Resolved, path: Path | str, *, video_root: Path | st
     except TempcoreError as exc:
         if resolved.format == "generic" and resolved.name not in _registered():
             hint = did_you_mean(resolved.name, _registered(), n=1)
-            from tempcore.cli._common import BenchmarkArgumentError
-
             raise BenchmarkArgumentError(
                 f"{exc} ({resolved.name!r} records no format and is not a registered benchmark format, so its "
                 f"annotations were read as the generic format{hint}; --annotations-format names another)"
@@ -280,8 +296,6 @@ def annotations_of(args: Any, table: Any, predictions: Path | str | None = None)
 
     ``table`` (the predictions, or None) and the run store behind ``predictions`` decide what the
     name means (:func:`resolve`); ``args.option`` (``-o KEY=VALUE``) override the recorded options."""
-    from tempcore.cli._common import parse_key_values
-
     fmt = getattr(args, "annotations_format", None)
     if args.annotations is not None and args.benchmark is None:
         raise BenchmarkChoiceError("--annotations needs --benchmark NAME (the benchmark they belong to"
