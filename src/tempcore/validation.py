@@ -116,12 +116,13 @@ def _text(value: object) -> str:
     return value
 
 
-def one_of(*choices: str) -> PlainValidator:
-    """One of the strings ``choices``."""
+def one_of(*choices: str, wording: str | None = None) -> PlainValidator:
+    """One of the strings ``choices`` (``must be WORDING``; default ``one of a, b``)."""
+    wanted = wording or f"one of {', '.join(choices)}"
 
     def check(value: object) -> str:
         if not isinstance(value, str) or value not in choices:
-            raise bad_value(f"must be one of {', '.join(choices)}, not {value!r}")
+            raise bad_value(f"must be {wanted}, not {value!r}")
         return value
 
     return PlainValidator(check)

@@ -292,7 +292,7 @@ class RunConfig:
     model_processes: Flag = False
     tau: Annotated[float, number()] = 0.15
     lam: Annotated[float, number()] = 0.5
-    damaged_videos: Annotated[str, one_of(*DAMAGED_VIDEOS)] = "answer"
+    damaged_videos: Annotated[str, one_of(*DAMAGED_VIDEOS, wording="answer or skip")] = "answer"
     executor: Annotated[str, one_of(*EXECUTORS)] = "local"
     ray: RayMapping = dataclasses.field(default_factory=dict)
     source: Text = ""
