@@ -351,7 +351,8 @@ def test_the_ray_executor_runs_the_same_waves(world: Any, runs: dict[str, Any], 
 
     torch.set_num_threads(1)
     cfg = _world_cfg(world, tmp_path / "ray", True, runs["root"] / "cache")
-    cfg = dataclasses.replace(cfg, models=tuple(m for m in cfg.models if m["model"] == "zoo-mean"), executor="ray")
+    cfg = dataclasses.replace(cfg, models=tuple(m for m in cfg.models if m["model"] == "zoo-mean"), executor="ray",
+                              parallel_models=1)  # the local executor's (refused with executor ray)
     summary = run(cfg, progress=False, log=lambda _l: None)
     local = {k: v for k, v in _rows(runs["early"]["dir"]).items() if k[2] == "zoo-mean"}
     assert _rows(tmp_path / "ray") == local

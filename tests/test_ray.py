@@ -106,7 +106,9 @@ def _rows(store_path: Path) -> dict[tuple, dict]:
 
 
 def _ray_cfg(cfg: RunConfig, **ray_options: object) -> RunConfig:
-    return dataclasses.replace(cfg, executor="ray", ray=ray_options)
+    # parallel_models / model_processes are the local executor's: a copy for Ray drops them (the
+    # configuration is validated again, and refuses them with executor ray)
+    return dataclasses.replace(cfg, executor="ray", ray=ray_options, parallel_models=1, model_processes=False)
 
 
 QUIET = {"progress": False, "log": lambda _m: None}

@@ -45,20 +45,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import dataclasses
-
     from tempcore.run.config import load_config
     from tempcore.run.runner import RunError
     from tempcore.run.runner import run as run_config
 
     cfg = load_config(args.config)
     if args.out:
-        cfg = dataclasses.replace(cfg, out=args.out)
+        cfg = cfg.with_changes(out=args.out)
     if args.ray_address and args.executor == "local":
         raise RunError("--ray-address joins a Ray cluster: use it with --executor ray, not local")
     if args.executor or args.ray_address:
         ray_options = dict(cfg.ray) | ({"address": args.ray_address} if args.ray_address else {})
-        cfg = dataclasses.replace(cfg, executor=args.executor or "ray", ray=ray_options)
+        # validated again: e.g. parallel_models > 1 is the local executor's, refused with --executor ray
+        cfg = cfg.with_changes(executor=args.executor or "ray", ray=ray_options)
     shard = None
     if args.shard:
         try:

@@ -219,8 +219,9 @@ class ModelSpec:
     :meth:`from_dict` build the spec class registered for ``B`` (:func:`tempcore.models.registry.spec_class`),
     so a key another backend has is refused by name (``unknown key 'base_url' for backend hf``), with
     a suggestion for a near miss, when the entry is built: ``tempcore run`` builds every entry in its
-    configuration check, before anything loads. Values are type-checked (an ``int`` key takes an
-    integer, ...) and range-checked when the spec is built.
+    configuration check, before anything loads. Values are type-checked by pydantic (strict, kept as
+    given: an ``int`` key takes an integer, ...) and range-checked when the spec is built, every bad
+    value in one error.
 
     backend:   the registered backend name (``tempcore.models.registry.BACKENDS``).
     model:     hub id or local folder (local backends); the served model name (``openai``); a member
@@ -268,16 +269,13 @@ class ModelSpec:
         if not self.model:
             raise ModelConfigError(f"model spec ({self.backend}): model is empty")
         hints = _hints(type(self))
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if not _accepts(hints[f.name], value):
-                raise ModelConfigError(
-                    f"model {self.display_name}: {f.name} must be {_describe_type(hints[f.name])}, not {value!r}"
-                )
-        for name in self.spec_keys():
-            rule = _RULES.get(name)
-            if rule is not None and not rule[0](getattr(self, name)):
-                raise ModelConfigError(f"model {self.display_name}: {rule[1]}")
+        wrong = [f"{f.name} must be {_describe_type(hints[f.name])}, not {getattr(self, f.name)!r}"
+                 for f in dataclasses.fields(self) if not _accepts(hints[f.name], getattr(self, f.name))]
+        if not wrong:  # the ranges of values of the right types
+            wrong = [rule[1] for name in self.spec_keys()
+                     if (rule := _RULES.get(name)) is not None and not rule[0](getattr(self, name))]
+        if wrong:  # every bad value at once
+            raise ModelConfigError(f"model {self.display_name}: " + "; ".join(wrong))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             if isinstance(value, Mapping):  # a private, plain copy (the spec stays immutable by convention)
@@ -400,22 +398,41 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _accepts(hint: Any, value: Any) -> bool:
-    """Whether ``value`` fits the annotation ``hint`` (the plain types a spec uses: str, int, float,
-    bool, Mapping, ``X | None``; an int is a float; a bool is not an int)."""
-    origin = typing.get_origin(hint)
-    if origin is typing.Union or origin is types.UnionType:
-        return any(_accepts(arg, value) for arg in typing.get_args(hint))
-    if hint is type(None):
-        return value is None
-    if hint is Any:
-        return True
-    if origin is not None:
-        return isinstance(value, origin)
-    if hint is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint) if isinstance(hint, type) else True
+    """Whether ``value`` fits the annotation ``hint``, as pydantic validates it in strict mode without
+    keeping its result (the value is stored as given: an int is a float, a bool is not an int, a
+    ``Mapping[str, int]`` holds ints); a hint pydantic has no schema for: an ``isinstance`` check."""
+    adapter = _adapter(hint)
+    if adapter is None:
+        origin = typing.get_origin(hint) or hint
+        return isinstance(value, origin) if isinstance(origin, type) else True
+    from pydantic import ValidationError
+
+    try:
+        adapter.validate_python(value)
+    except ValidationError:
+        return False
+    return True
+
+
+_ADAPTERS: dict[Any, Any] = {}
+
+
+def _adapter(hint: Any) -> Any:
+    """The strict pydantic ``TypeAdapter`` of ``hint`` (cached), ``None`` when pydantic cannot build one."""
+    try:
+        return _ADAPTERS[hint]
+    except KeyError:
+        pass
+    except TypeError:  # an unhashable hint
+        return None
+    from pydantic import ConfigDict, PydanticSchemaGenerationError, TypeAdapter
+
+    try:
+        adapter: Any = TypeAdapter(hint, config=ConfigDict(strict=True, arbitrary_types_allowed=True))
+    except (PydanticSchemaGenerationError, TypeError, NameError):
+        adapter = None
+    _ADAPTERS[hint] = adapter
+    return adapter
 
 
 def _describe_type(hint: Any) -> str:
@@ -427,6 +444,9 @@ def _describe_type(hint: Any) -> str:
     if hint in names:
         return names[hint]
     if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        args = typing.get_args(hint)
+        if len(args) == 2 and args[1] is not Any:  # e.g. Mapping[str, int]: "a mapping to integers"
+            return f"a mapping to {_describe_type(args[1]).split(' ', 1)[-1]}s"
         return "a mapping"
     return getattr(hint, "__name__", str(hint))
 

@@ -24,15 +24,34 @@ import dataclasses
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, ClassVar
+
+from pydantic import BeforeValidator, ConfigDict, GetPydanticSchema, PlainValidator, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic_core import ArgsKwargs, core_schema
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
 from tempcore.errors import TempcoreError
 from tempcore.records import EARLY_STOP_VARIANT as EARLY_STOP_VARIANT  # re-exported: it lives in records
 from tempcore.records import Condition
 from tempcore.registry import did_you_mean
-from tempcore.run.options import ConfigError, RayOptions
+from tempcore.run.options import RayOptions
+from tempcore.validation import (
+    ConfigError,
+    Flag,
+    OptionalText,
+    Schema,
+    Text,
+    bad_value,
+    config_error,
+    guarded,
+    integer,
+    keys_of,
+    number,
+    one_of,
+    unknown_keys,
+)
 
 DEFAULT_ENCODER = "google/siglip2-so400m-patch14-384"
 
@@ -41,15 +60,30 @@ SCORE_BASED = frozenset({"maxprob", "minprob", "aks", "bolt"})
 #: Strategies that show no video frames (grey images for ``noframe``, no image at all for ``textonly``).
 FRAMELESS = frozenset({"noframe", "textonly"})
 
+EXECUTORS = ("local", "ray")
+DAMAGED_VIDEOS = ("answer", "skip")
 
-def _check_keys(where: str, data: Mapping[str, Any], cls: type) -> None:
-    names = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - names)
-    if unknown:
-        raise ConfigError(f"{where}: unknown key(s) {unknown}; known: {sorted(names)}")
+_CONFIG = ConfigDict(extra="forbid")
 
 
-@dataclass(frozen=True)
+def _rotations(value: Any) -> Any:
+    if value in ("none", "all") or isinstance(value, (list, tuple)) and all(
+            isinstance(r, int) and not isinstance(r, bool) for r in value):
+        return value
+    raise bad_value(f"must be none, all or a list of integers, not {value!r}")
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    if not isinstance(value, Mapping):
+        raise bad_value(f"must be a mapping, not {value!r}")
+    return dict(value)
+
+
+Options = Annotated[dict[str, Any], PlainValidator(_mapping)]
+OptionalInt = Annotated[int | None, integer(none=True)]
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class BenchmarkEntry:
     """A benchmark to audit: registry name, annotations (file or folder), video root, loader options.
 
@@ -57,20 +91,38 @@ class BenchmarkEntry:
     seeded with the run's seed; ``limit`` counts the original samples).
     """
 
-    name: str
-    annotations: str
-    video_root: str | None = None
-    skip_invalid: bool = False
-    limit: int | None = None
-    options: dict[str, Any] = field(default_factory=dict)
-    binary: bool = False
+    name: Text
+    annotations: Text
+    video_root: OptionalText = None
+    skip_invalid: Flag = False
+    limit: OptionalInt = None
+    options: Options = dataclasses.field(default_factory=dict)
+    binary: Flag = False
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.binary, bool):
-            raise ConfigError(f"benchmark {self.name}: binary must be true or false, not {self.binary!r}")
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return guarded(cls, data, handler, where=lambda raw: f"benchmark {raw.get('name', '?')}")
 
 
-@dataclass(frozen=True)
+def _mode_problems(values: Mapping[str, Any], complete: bool) -> list[str]:
+    """A score-based strategy needs mode q or qa; another takes none (registered strategies only)."""
+    from tempcore.selection.registry import STRATEGIES, needs_scores
+
+    strategy, mode, variant = values.get("strategy"), values.get("mode"), values.get("variant")
+    if not (isinstance(strategy, str) and strategy in STRATEGIES and isinstance(mode, (str, type(None)))
+            and isinstance(variant, (str, type(None)))):
+        return []
+    score_based = needs_scores(strategy, variant)
+    mode = mode or ("qa" if score_based else "none")
+    if score_based and mode == "none":
+        return [f"condition {strategy}: a score-based strategy needs mode q or qa"]
+    if not score_based and mode != "none":
+        return [f"condition {strategy}: mode {mode!r} given to a strategy that ignores scores"]
+    return []
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class ConditionEntry:
     """A condition family. ``mode`` defaults to ``qa`` for score-based strategies, else ``none``.
 
@@ -80,12 +132,18 @@ class ConditionEntry:
     except ``early_stop`` of ``oracle`` (:func:`early_stop_mode`), which the runner reads.
     """
 
-    strategy: str
-    mode: str | None = None
-    k: int | None = None
-    variant: str | None = None
-    rotations: str | list[int] = "none"
-    params: dict[str, Any] = field(default_factory=dict)
+    strategy: Text
+    mode: OptionalText = None
+    k: OptionalInt = None
+    variant: OptionalText = None
+    rotations: Annotated[str | list[int], PlainValidator(_rotations)] = "none"
+    params: Options = dataclasses.field(default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return guarded(cls, data, handler, where=lambda _raw: "ConditionEntry",
+                       rules=_mode_problems)
 
     def condition(self, run: RunConfig) -> Condition:
         """The base Condition (window and rotation unset) this entry stands for in ``run``."""
@@ -144,7 +202,52 @@ def early_stop_mode(entry: ConditionEntry) -> str | None:
     return "qa" if value is True else str(value)
 
 
-@dataclass(frozen=True)
+def _model_entry(value: Any) -> dict[str, Any]:
+    if isinstance(value, str):
+        return {"preset": value}
+    if not isinstance(value, Mapping):
+        raise bad_value(f"must be a mapping or a preset name, not {value!r}")
+    return dict(value)
+
+
+def _condition_entry(value: Any) -> Any:
+    return {"strategy": value} if isinstance(value, str) else value
+
+
+def _ray_mapping(value: Any, handler: ValidatorFunctionWrapHandler) -> dict[str, Any]:
+    """The ``ray`` mapping, validated as :class:`RayOptions` and kept as given (a plain dict)."""
+    if value is None:
+        return {}
+    handler(value)
+    return dict(value)
+
+
+RayMapping = Annotated[
+    dict[str, Any],
+    Schema(RayOptions),
+    GetPydanticSchema(lambda _tp, handler: core_schema.no_info_wrap_validator_function(
+        _ray_mapping, handler.generate_schema(RayOptions))),
+]
+
+
+def _executor_problems(values: Mapping[str, Any], complete: bool) -> list[str]:
+    """``parallel_models`` and ``model_processes`` are the local executor's (checked on the raw
+    values too, when other keys failed, so that these are reported with them)."""
+    executor = values.get("executor", "local")
+    if executor not in EXECUTORS or executor == "local":
+        return []
+    problems = []
+    parallel = values.get("parallel_models", 1)
+    if isinstance(parallel, int) and not isinstance(parallel, bool) and parallel > 1:
+        problems.append(f"parallel_models is the local executor's; with executor {executor!r} use "
+                        "ray.concurrent_models")
+    if values.get("model_processes", False) is True:
+        problems.append(f"model_processes is the local executor's; executor {executor!r} places its "
+                        "models itself")
+    return problems
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class RunConfig:
     """Everything ``tempcore run`` needs. ``models`` are model-spec mappings (see
     :class:`tempcore.models.ModelSpec`) plus an optional ``method`` (``generate`` or ``option_scores``).
@@ -162,30 +265,49 @@ class RunConfig:
     ``model_processes``: with ``parallel_models`` > 1, each answering thread loads its models in a
     worker process of its own (:mod:`tempcore.models.hosted`), so that local models answering side
     by side do not share one interpreter lock (default ``false``: threads of this process).
+
+    Validated on every construction (:meth:`from_dict`, the constructor, ``dataclasses.replace``,
+    :meth:`with_changes`): a :class:`ConfigError` lists every problem. ``lam`` is the key ``lambda``.
     """
 
-    out: str
+    out: Text
     benchmarks: tuple[BenchmarkEntry, ...]
-    models: tuple[dict[str, Any], ...]
-    conditions: tuple[ConditionEntry, ...]
-    encoder: str = DEFAULT_ENCODER
-    encoder_options: dict[str, Any] = field(default_factory=dict)
-    fps: float = 10.0
-    k: int = 32
-    seed: int = 0
-    cache: str | None = None
-    prompt: str | None = None
-    noframe_size: int = 384
-    max_frames_in_memory: int = 512
-    request_batch: int = 32
-    parallel_models: int = 1
-    model_processes: bool = False
-    tau: float = 0.15
-    lam: float = 0.5
-    damaged_videos: str = "answer"
-    executor: str = "local"
-    ray: dict[str, Any] = field(default_factory=dict)
-    source: str = ""
+    models: tuple[Annotated[dict[str, Any], PlainValidator(_model_entry)], ...]
+    conditions: tuple[Annotated[ConditionEntry, BeforeValidator(_condition_entry)], ...]
+    encoder: Text = DEFAULT_ENCODER
+    encoder_options: Options = dataclasses.field(default_factory=dict)
+    fps: Annotated[float, number()] = 10.0
+    k: Annotated[int, integer()] = 32
+    seed: Annotated[int, integer()] = 0
+    cache: OptionalText = None
+    prompt: OptionalText = None
+    noframe_size: Annotated[int, integer()] = 384
+    max_frames_in_memory: Annotated[int, integer()] = 512
+    request_batch: Annotated[int, integer()] = 32
+    parallel_models: Annotated[int, integer(1)] = 1
+    model_processes: Flag = False
+    tau: Annotated[float, number()] = 0.15
+    lam: Annotated[float, number()] = 0.5
+    damaged_videos: Annotated[str, one_of(*DAMAGED_VIDEOS, wording="answer or skip")] = "answer"
+    executor: Annotated[str, one_of(*EXECUTORS)] = "local"
+    ray: RayMapping = dataclasses.field(default_factory=dict)
+    source: Text = ""
+
+    #: The documented key of a field named otherwise, and the fields that are no key of the file.
+    KEY_NAMES: ClassVar[Mapping[str, str]] = {"lam": "lambda"}
+    HIDDEN_KEYS: ClassVar[tuple[str, ...]] = ("source",)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        if isinstance(data, ArgsKwargs) and data.kwargs and "lambda" in data.kwargs:
+            kwargs = dict(data.kwargs)
+            kwargs["lam"] = kwargs.pop("lambda")
+            data = ArgsKwargs(data.args, kwargs)
+        elif isinstance(data, Mapping) and "lambda" in data:
+            data = {("lam" if k == "lambda" else k): v for k, v in data.items() if k != "lam"}
+        return guarded(cls, data, handler, where=lambda raw: str(raw.get("source") or "<config>"),
+                       rules=_executor_problems)
 
     @property
     def needs_encoder(self) -> bool:
@@ -194,84 +316,35 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    def with_changes(self, **changes: Any) -> RunConfig:
+        """A copy with ``changes`` (keys as in the file: ``lambda`` too), validated again."""
+        return dataclasses.replace(self, **changes)
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "<config>") -> RunConfig:
+        """The configuration a YAML mapping describes; a :class:`ConfigError` lists every problem.
+
+        Beyond the constructor's checks: ``benchmarks``, ``models`` and ``conditions`` list at least one
+        entry, ``out`` defaults to ``runs/<the file's stem>``, ``source`` is no key of the file."""
         if not isinstance(data, Mapping):
             raise ConfigError(f"{source}: the configuration must be a mapping")
-        data = dict(data)
-        if "lambda" in data:
-            data["lam"] = data.pop("lambda")
-        _check_keys(source, data, cls)
+        data = {str(k): v for k, v in data.items()}
+        problems = []
+        if "source" in data:
+            data.pop("source")
+            problems.append(unknown_keys("", ["source"], list(keys_of(cls))))
         for required in ("benchmarks", "models", "conditions"):
             if not data.get(required):
-                raise ConfigError(f"{source}: {required!r} must list at least one entry")
+                problems.append(f"{required!r} must list at least one entry")
+                data[required] = ()
         data.setdefault("out", "runs/" + Path(source).stem if source != "<config>" else "runs/run")
-        benchmarks = []
-        for i, b in enumerate(data.pop("benchmarks")):
-            where = f"{source}: benchmarks[{i}]"
-            if not isinstance(b, Mapping) or "name" not in b or "annotations" not in b:
-                raise ConfigError(f"{where}: needs 'name' and 'annotations'")
-            _check_keys(where, b, BenchmarkEntry)
-            benchmarks.append(BenchmarkEntry(**{**b, "annotations": str(b["annotations"])}))
-        conditions = []
-        for i, c in enumerate(data.pop("conditions")):
-            where = f"{source}: conditions[{i}]"
-            if isinstance(c, str):
-                c = {"strategy": c}
-            if not isinstance(c, Mapping) or "strategy" not in c:
-                raise ConfigError(f"{where}: needs 'strategy'")
-            _check_keys(where, c, ConditionEntry)
-            rot = c.get("rotations", "none")
-            if not (rot in ("none", "all") or isinstance(rot, list)):
-                raise ConfigError(f"{where}: rotations must be none, all or a list of integers")
-            conditions.append(ConditionEntry(**c))
-        models = []
-        for i, m in enumerate(data.pop("models")):
-            if isinstance(m, str):
-                m = {"preset": m}
-            if not isinstance(m, Mapping):
-                raise ConfigError(f"{source}: models[{i}] must be a mapping or a preset name")
-            models.append(dict(m))
-        if data.get("damaged_videos", "answer") not in ("answer", "skip"):
-            raise ConfigError(f"{source}: damaged_videos must be answer or skip, not {data['damaged_videos']!r}")
-        _check_executor(source, data)
-        parallel = data.get("parallel_models", 1)
-        if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-            raise ConfigError(f"{source}: parallel_models must be an integer >= 1, not {parallel!r}")
-        if parallel > 1 and data.get("executor", "local") != "local":
-            raise ConfigError(f"{source}: parallel_models is the local executor's; with executor "
-                              f"{data['executor']!r} use ray.concurrent_models")
-        processes = data.get("model_processes", False)
-        if not isinstance(processes, bool):
-            raise ConfigError(f"{source}: model_processes must be true or false, not {processes!r}")
-        if processes and data.get("executor", "local") != "local":
-            raise ConfigError(f"{source}: model_processes is the local executor's; executor "
-                              f"{data['executor']!r} places its models itself")
         try:
-            cfg = cls(
-                benchmarks=tuple(benchmarks), conditions=tuple(conditions), models=tuple(models),
-                source=source, **data,
-            )
-            from tempcore.selection.registry import STRATEGIES
-
-            for c in cfg.conditions:
-                if c.strategy in STRATEGIES:  # an unknown one is reported (with the others) by check_config
-                    c.condition(cfg)  # validates mode / k
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{source}: {exc}") from exc
+            cfg = cls(**data, source=source)
+        except ConfigError as exc:
+            raise config_error(source, problems + exc.problems) from None
+        if problems:
+            raise config_error(source, problems)
         return cfg
-
-
-EXECUTORS = ("local", "ray")
-
-
-def _check_executor(source: str, data: dict[str, Any]) -> None:
-    """``executor`` is local or ray; the ``ray`` mapping is valid (checked without importing ray)."""
-    executor = data.get("executor", "local")
-    if executor not in EXECUTORS:
-        raise ConfigError(f"{source}: executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
-    RayOptions.from_dict(data.get("ray") or {}, where=f"{source}: ray")
-    data["ray"] = dict(data.get("ray") or {})
 
 
 def _looks_like_path(name: str) -> bool:

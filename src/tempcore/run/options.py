@@ -1,59 +1,84 @@
 """The executor options of a run configuration: the ``ray`` mapping (:class:`RayOptions`) and the
-resources of the Ray executor's actors (:class:`ActorResources`)."""
+resources of the Ray executor's actors (:class:`ActorResources`), validated by pydantic
+(:mod:`tempcore.validation`) on every construction."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from tempcore.errors import RunError, TempcoreError
+from pydantic import BeforeValidator, ConfigDict, Field, GetPydanticSchema, TypeAdapter, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic_core import core_schema
+from pydantic_core.core_schema import ValidatorFunctionWrapHandler
 
+from tempcore.errors import RunError
+from tempcore.validation import ConfigError, Flag, Schema, bad_value, guarded, integer, number, validate
 
-class ConfigError(TempcoreError):
-    """The run configuration is invalid (names the file, the entry and the reason)."""
-
-
-def _config_error(message: str) -> TempcoreError:
-    return ConfigError(message)
-
-
-def _number(where: str, value: Any, *, minimum: float, integer: bool) -> Any:
-    ok = isinstance(value, int if integer else (int, float)) and not isinstance(value, bool)
-    if not ok or value < minimum:
-        kind = "an integer" if integer else "a number"
-        raise _config_error(f"{where} must be {kind} >= {minimum:g}, not {value!r}")
-    return value
+_CONFIG = ConfigDict(extra="forbid")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=_CONFIG)
 class ActorResources:
     """How many actors of one kind, and what each reserves (Ray's ``num_gpus`` / ``num_cpus``;
     fractional GPUs share one device)."""
 
-    actors: int = 1
-    num_gpus: float = 0.0
-    num_cpus: float = 1.0
+    actors: Annotated[int, integer(1)] = 1
+    num_gpus: Annotated[float, number(0, as_float=True)] = 0.0
+    num_cpus: Annotated[float, number(0, as_float=True)] = 1.0
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return guarded(cls, data, handler, where=lambda _raw: "actor resources")
 
     @classmethod
     def from_dict(cls, where: str, data: Any, *, count_key: str) -> ActorResources:
-        if not isinstance(data, Mapping):
-            raise _config_error(f"{where} must be a mapping with {count_key}, num_gpus, num_cpus")
-        unknown = sorted(set(data) - {count_key, "num_gpus", "num_cpus"})
-        if unknown:
-            raise _config_error(f"{where}: unknown key(s) {unknown} (known: {count_key}, num_gpus, num_cpus)")
-        return cls(
-            actors=_number(f"{where}.{count_key}", data.get(count_key, 1), minimum=1, integer=True),
-            num_gpus=float(_number(f"{where}.num_gpus", data.get("num_gpus", 0), minimum=0, integer=False)),
-            num_cpus=float(_number(f"{where}.num_cpus", data.get("num_cpus", 1), minimum=0, integer=False)),
-        )
+        """Validate ``{COUNT_KEY, num_gpus, num_cpus}`` (``count_key``: ``actors`` or ``replicas``)."""
+        target: type = cls if count_key == "actors" else _Replicas
+        resources: ActorResources = validate(target, TypeAdapter(target), data, where=where)
+        return _as_actors(resources)
 
 
-_KEYS = ("address", "runtime_env", "concurrent_models", "max_in_flight", "max_restarts", "max_task_retries",
-         "max_attempts", "placement_timeout_s", "encoder", "model_defaults", "models")
+@dataclass(frozen=True, config=_CONFIG)
+class _Replicas(ActorResources):
+    """The resources of a model's actors: the same, the count under the key ``replicas``."""
+
+    actors: Annotated[int, integer(1), Field(alias="replicas")] = 1
 
 
-@dataclass(frozen=True)
+def _as_actors(res: ActorResources) -> ActorResources:
+    return ActorResources(res.actors, res.num_gpus, res.num_cpus) if type(res) is not ActorResources else res
+
+
+def _default_if_none(value: Any) -> Any:
+    return {} if value is None else value
+
+
+def _address(value: Any) -> Any:
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise bad_value(f"must be auto or HOST:PORT, not {value!r}")
+    return value
+
+
+def _mapping(value: Any) -> Any:
+    if value is not None and not isinstance(value, Mapping):
+        raise bad_value(f"must be a mapping, not {value!r}")
+    return None if value is None else dict(value)
+
+
+Workers = Annotated[ActorResources, BeforeValidator(_default_if_none)]
+Replicas = Annotated[
+    ActorResources,
+    Schema(_Replicas),
+    GetPydanticSchema(lambda _tp, handler: core_schema.no_info_before_validator_function(
+        _default_if_none, core_schema.no_info_after_validator_function(_as_actors, handler.generate_schema(_Replicas)))),
+]
+"""A model's resources: validated as ``{replicas, num_gpus, num_cpus}``, kept as :class:`ActorResources`."""
+
+
+@dataclass(frozen=True, config=_CONFIG)
 class RayOptions:
     """The ``ray:`` section of a run configuration (every key optional).
 
@@ -74,60 +99,33 @@ class RayOptions:
     models:            per model name (its ``name``, or the display name): ``{replicas, num_gpus, num_cpus}``.
     """
 
-    address: str | None = None
-    runtime_env: dict[str, Any] | None = None
-    concurrent_models: bool = False
-    max_in_flight: int = 2
-    max_restarts: int = 3
-    max_task_retries: int = 3
-    max_attempts: int = 3
-    placement_timeout_s: float = 10.0
-    encoder: ActorResources = ActorResources()
-    model_defaults: ActorResources = ActorResources()
-    models: dict[str, ActorResources] = field(default_factory=dict)
+    address: Annotated[str | None, BeforeValidator(_address)] = None
+    runtime_env: Annotated[dict[str, Any] | None, BeforeValidator(_mapping)] = None
+    concurrent_models: Flag = False
+    max_in_flight: Annotated[int, integer(1)] = 2
+    max_restarts: Annotated[int, integer(-1)] = 3
+    max_task_retries: Annotated[int, integer(-1)] = 3
+    max_attempts: Annotated[int, integer(1)] = 3
+    placement_timeout_s: Annotated[float, number(1, as_float=True)] = 10.0
+    encoder: Workers = ActorResources()
+    model_defaults: Replicas = ActorResources()
+    models: Annotated[dict[str, Replicas], BeforeValidator(_default_if_none)] = dataclasses.field(
+        default_factory=dict)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _validate(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        return guarded(cls, data, handler, where=lambda _raw: "ray", under="ray")
 
     @classmethod
     def from_dict(cls, data: Any, *, where: str = "ray") -> RayOptions:
-        """Validate a ``ray:`` mapping; a :class:`~tempcore.run.config.ConfigError` names the key."""
+        """Validate a ``ray:`` mapping; a :class:`ConfigError` names each bad key under ``where``."""
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
-            raise _config_error(f"{where} must be a mapping, not {type(data).__name__}")
-        unknown = sorted(set(data) - set(_KEYS))
-        if unknown:
-            from tempcore.registry import did_you_mean
-
-            hints = "".join(did_you_mean(str(k), list(_KEYS), n=1) for k in unknown)
-            raise _config_error(f"{where}: unknown key(s) {unknown}{hints} (known: {', '.join(_KEYS)})")
-        address = data.get("address")
-        if address is not None and (not isinstance(address, str) or not address.strip()):
-            raise _config_error(f"{where}.address must be auto or HOST:PORT, not {address!r}")
-        runtime_env = data.get("runtime_env")
-        if runtime_env is not None and not isinstance(runtime_env, Mapping):
-            raise _config_error(f"{where}.runtime_env must be a mapping")
-        concurrent = data.get("concurrent_models", False)
-        if not isinstance(concurrent, bool):
-            raise _config_error(f"{where}.concurrent_models must be true or false, not {concurrent!r}")
-        models = data.get("models") or {}
-        if not isinstance(models, Mapping):
-            raise _config_error(f"{where}.models must map model names to {{replicas, num_gpus, num_cpus}}")
-        return cls(
-            address=address,
-            runtime_env=None if runtime_env is None else dict(runtime_env),
-            concurrent_models=concurrent,
-            max_in_flight=_number(f"{where}.max_in_flight", data.get("max_in_flight", 2), minimum=1, integer=True),
-            max_restarts=_number(f"{where}.max_restarts", data.get("max_restarts", 3), minimum=-1, integer=True),
-            max_task_retries=_number(f"{where}.max_task_retries", data.get("max_task_retries", 3), minimum=-1,
-                                     integer=True),
-            max_attempts=_number(f"{where}.max_attempts", data.get("max_attempts", 3), minimum=1, integer=True),
-            placement_timeout_s=float(_number(f"{where}.placement_timeout_s", data.get("placement_timeout_s", 10),
-                                              minimum=1, integer=False)),
-            encoder=ActorResources.from_dict(f"{where}.encoder", data.get("encoder") or {}, count_key="actors"),
-            model_defaults=ActorResources.from_dict(f"{where}.model_defaults", data.get("model_defaults") or {},
-                                                    count_key="replicas"),
-            models={str(k): ActorResources.from_dict(f"{where}.models.{k}", v, count_key="replicas")
-                    for k, v in models.items()},
-        )
+            raise ConfigError(f"{where} must be a mapping, not {type(data).__name__}")
+        options: RayOptions = validate(cls, _ADAPTER, {str(k): v for k, v in data.items()}, where=where)
+        return options
 
     def for_model(self, name: str) -> ActorResources:
         return self.models.get(name, self.model_defaults)
@@ -139,7 +137,7 @@ class RayOptions:
             raise RunError(f"ray.models names {unknown}, not models of this run (its models: {list(names)})")
 
 
-# --- the worker (a plain class; wrapped by ray.remote when the executor starts) ----------------
+_ADAPTER: TypeAdapter[RayOptions] = TypeAdapter(RayOptions)
 
 
 __all__ = ["ActorResources", "ConfigError", "RayOptions"]
