@@ -25,6 +25,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+TINY_LAYERS: dict[str, int] = {"hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
+                               "num_attention_heads": 2}
+"""The size of every tiny tower (text, vision, language model): small enough for a CPU test."""
+
 
 def _seed(seed: int) -> None:
     import torch
@@ -104,10 +108,7 @@ def build_tiny_siglip(path: str | Path, *, max_text_tokens: int = 16, image_size
     config = SiglipConfig(
         text_config=dict(
             vocab_size=len(tokenizer),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
             max_position_embeddings=max_text_tokens,
             pad_token_id=tokenizer.pad_token_id,
             bos_token_id=None,
@@ -116,10 +117,7 @@ def build_tiny_siglip(path: str | Path, *, max_text_tokens: int = 16, image_size
         vision_config=dict(
             image_size=image_size,
             patch_size=8,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
         ),
     )
     _seed_torch()
@@ -150,10 +148,7 @@ def build_tiny_siglip2(
     config = Siglip2Config(
         text_config=dict(
             vocab_size=len(tokenizer),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
             max_position_embeddings=max_text_tokens,
             pad_token_id=tokenizer.pad_token_id,
             eos_token_id=tokenizer.eos_token_id,
@@ -162,10 +157,7 @@ def build_tiny_siglip2(
         vision_config=dict(
             patch_size=patch_size,
             num_patches=max_num_patches,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
         ),
     )
     _seed_torch()
@@ -193,10 +185,7 @@ def build_tiny_siglip2_fixres(path: str | Path, *, max_text_tokens: int = 16, im
     config = SiglipConfig(
         text_config=dict(
             vocab_size=len(tokenizer),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
             max_position_embeddings=max_text_tokens,
             pad_token_id=tokenizer.pad_token_id,
             bos_token_id=tokenizer.bos_token_id,
@@ -205,10 +194,7 @@ def build_tiny_siglip2_fixres(path: str | Path, *, max_text_tokens: int = 16, im
         vision_config=dict(
             image_size=image_size,
             patch_size=8,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
         ),
     )
     _seed_torch()
@@ -233,10 +219,7 @@ def build_tiny_clip(path: str | Path, *, max_text_tokens: int = 16, image_size: 
     config = CLIPConfig(
         text_config=dict(
             vocab_size=len(tokenizer),
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
             max_position_embeddings=max_text_tokens,
             pad_token_id=tokenizer.pad_token_id,
             bos_token_id=tokenizer.bos_token_id,
@@ -245,10 +228,7 @@ def build_tiny_clip(path: str | Path, *, max_text_tokens: int = 16, image_size: 
         vision_config=dict(
             image_size=image_size,
             patch_size=8,
-            hidden_size=32,
-            intermediate_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=2,
+            **TINY_LAYERS,
         ),
         projection_dim=24,
     )
