@@ -13,9 +13,9 @@ import pytest
 from scipy import stats
 
 from tempcore.cli import main
-from tempcore.diagnostics.compare_runs import CompareError, compare_runs, mcnemar_exact
+from tempcore.diagnostics.compare_runs import CompareError, compare_runs, mcnemar_exact, with_condition
 from tempcore.diagnostics.stats import paired_bootstrap
-from tempcore.records import FrameSet, Prediction
+from tempcore.records import Condition, FrameSet, Prediction
 from tempcore.run.store import RunStore
 
 MODELS = ("m1", "m2")
@@ -192,3 +192,16 @@ def test_cli_on_two_stores_names_the_changed_fields(tmp_path: Path, capsys: pyte
     assert "changed: options" in text and "correctness flipped (3)" in text and "only in B (1)" in text
     assert main(["compare", str(tmp_path / "a"), str(tmp_path / "a" / "store.sqlite")]) == 0
     assert "no differences" in capsys.readouterr().out
+
+
+def test_a_table_without_condition_column_is_keyed_by_its_condition_columns() -> None:
+    rows = _rows()
+    for r in rows:
+        strategy = r["strategy"]
+        r.update(fps=10.0, seed=0, rotation=0, encoder="enc" if strategy == "maxprob" else None)
+        r["condition"] = Condition(strategy, r["mode"], 4, encoder=r["encoder"]).key
+    full = _table(rows)
+    bare = full.drop_columns(["condition"])
+    assert with_condition(bare).column("condition").to_pylist() == full.column("condition").to_pylist()
+    res = compare_runs(full, bare).to_json()
+    assert res["differences"] == 0 and res["rows"]["matched"] == len(rows)

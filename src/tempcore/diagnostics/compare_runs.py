@@ -1,7 +1,8 @@
 """Two runs of the same predictions side by side: what differs, and whether accuracy moved.
 
 :func:`compare_runs` takes two tidy predictions tables (a run's store or table read twice, or two
-runs) and matches their rows on the key (benchmark, sample id, model, condition). Per matched pair:
+runs) and matches their rows on the key (benchmark, sample id, model, condition; a table without a ``condition`` column is keyed by
+the condition key of its condition columns, :func:`with_condition`). Per matched pair:
 
 * the fingerprints (``sample_hash``: question, options, video...; ``model_fingerprint``: the model
   entry; ``encoder_fingerprint``; ``prompt_hash``: the exact prompt), compared where both sides know
@@ -104,6 +105,47 @@ def _plain(table: pa.Table, columns: list[str]) -> pa.Table:
     return pa.table(arrays + [pa.array(np.arange(table.num_rows, dtype=np.int64))], names=[*columns, "__row"])
 
 
+_CONDITION_FIELDS = {"strategy": str, "mode": str, "k": int, "window": int, "encoder": str, "fps": float,
+                     "seed": int, "rotation": int, "variant": str}
+
+
+def with_condition(table: pa.Table) -> pa.Table:
+    """``table`` with a ``condition`` column: as it is when it has one, else the condition key
+    (:attr:`tempcore.records.Condition.key`) of the condition columns it holds (``strategy``...;
+    a column it lacks takes the Condition default)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.records import Condition
+
+    if "condition" in table.column_names or "strategy" not in table.column_names:
+        return table
+    present = [c for c in _CONDITION_FIELDS if c in table.column_names]
+    texts = []
+    for name in present:
+        col = table.column(name)
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        texts.append(pc.fill_null(col.cast(pa.string()), "\x01"))
+    joined = pc.binary_join_element_wise(*texts, "\x00") if len(texts) > 1 else texts[0]
+    encoded = pc.dictionary_encode(joined).combine_chunks()
+    keys = []
+    for combo in encoded.dictionary.to_pylist():
+        values: dict[str, Any] = {}
+        for name, raw in zip(present, combo.split("\x00")):
+            if raw != "\x01" and not (name == "mode" and raw == ""):
+                kind = _CONDITION_FIELDS[name]
+                values[name] = int(float(raw)) if kind is int else kind(raw)
+        if "k" not in values:
+            values["k"] = None
+        try:
+            keys.append(Condition(**values).key)
+        except (TypeError, ValueError):
+            keys.append("|".join(f"{n}={v}" for n, v in values.items()))
+    condition = pa.array(keys, pa.string()).take(encoded.indices)
+    return table.append_column("condition", condition)
+
+
 def _check_table(table: pa.Table, label: str) -> None:
     import pyarrow.compute as pc
 
@@ -197,6 +239,7 @@ def compare_runs(
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    a, b = with_condition(a), with_condition(b)
     for table, label in ((a, labels[0]), (b, labels[1])):
         _check_table(table, label)
     ka, kb = _plain(a, list(KEY)), _plain(b, list(KEY))
@@ -361,4 +404,4 @@ def _accuracy(keys: pa.Table, ca: np.ndarray, cb: np.ndarray, joined: pa.Table, 
     return out
 
 
-__all__ = ["FINGERPRINTS", "KEY", "CompareError", "RunComparison", "compare_runs", "mcnemar_exact"]
+__all__ = ["FINGERPRINTS", "KEY", "CompareError", "RunComparison", "compare_runs", "mcnemar_exact", "with_condition"]
