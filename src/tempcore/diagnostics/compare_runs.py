@@ -26,6 +26,7 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -55,14 +56,22 @@ class CompareError(DiagnosticsError):
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
     """Exact two-sided McNemar p-value: the binomial test of ``b_only`` successes out of the
-    ``a_only + b_only`` discordant pairs at p = 1/2 (``min(1, 2 * P(X <= min))``); 1.0 with none."""
-    n = int(a_only) + int(b_only)
-    if n == 0:
-        return 1.0
-    from scipy import stats
+    ``a_only + b_only`` discordant pairs at p = 1/2 (``min(1, 2 * P(X <= min))``); 1.0 with none.
 
-    p = 2.0 * float(stats.binom.cdf(min(int(a_only), int(b_only)), n, 0.5))
-    return min(1.0, p)
+    Exact rational arithmetic up to 2,000 discordant pairs, log-space sums above (scipy's
+    ``binomtest`` gives the same; importing scipy.stats would cost more than a comparison)."""
+    n = int(a_only) + int(b_only)
+    k = min(int(a_only), int(b_only))
+    if n == 0 or 2 * k >= n:
+        return 1.0
+    if n <= 2000:
+        total = sum(math.comb(n, i) for i in range(k + 1))
+        return min(1.0, float(Fraction(2 * total, 2**n)))
+    i = np.arange(1, k + 1, dtype=np.float64)
+    log_comb = np.concatenate([[0.0], np.cumsum(np.log(n - i + 1) - np.log(i))])
+    top = float(log_comb.max())
+    log_p = top + math.log(float(np.exp(log_comb - top).sum())) - (n - 1) * math.log(2.0)
+    return min(1.0, math.exp(log_p))
 
 
 @dataclass
@@ -90,19 +99,6 @@ class RunComparison:
                 "fingerprints": self.fingerprints, "frames": self.frames, "responses": self.responses,
                 "accuracy": self.accuracy, "flipped": self.flipped, "only_a": self.only_a, "only_b": self.only_b,
                 "params": self.params}
-
-
-def _plain(table: pa.Table, columns: list[str]) -> pa.Table:
-    """The columns of ``table`` (dictionaries decoded, one chunk each) plus its row numbers."""
-    import pyarrow as pa
-
-    arrays = []
-    for name in columns:
-        col = table.column(name)
-        if pa.types.is_dictionary(col.type):
-            col = col.cast(col.type.value_type)
-        arrays.append(col)
-    return pa.table(arrays + [pa.array(np.arange(table.num_rows, dtype=np.int64))], names=[*columns, "__row"])
 
 
 _CONDITION_FIELDS = {"strategy": str, "mode": str, "k": int, "window": int, "encoder": str, "fps": float,
@@ -146,20 +142,62 @@ def with_condition(table: pa.Table) -> pa.Table:
     return table.append_column("condition", condition)
 
 
-def _check_table(table: pa.Table, label: str) -> None:
-    import pyarrow.compute as pc
-
+def _check_columns(table: pa.Table, label: str) -> None:
     missing = [c for c in (*KEY, "correct") if c not in table.column_names]
     if missing:
         raise CompareError(f"{label}: no column {', '.join(missing)} (a comparison matches rows on "
                            f"{', '.join(KEY)} and compares correct)")
-    keys = _plain(table, list(KEY)).select(list(KEY))
-    counts = keys.group_by(list(KEY)).aggregate([([], "count_all")])
-    if counts.num_rows != table.num_rows:
-        dup = counts.filter(pc.greater(counts.column("count_all"), 1)).slice(0, 1).to_pylist()[0]
-        raise CompareError(f"{label}: {table.num_rows - counts.num_rows} row(s) repeat a key, e.g. "
-                           f"{dup['benchmark']} / {dup['sample_id']} / {dup['model']} / {dup['condition']} "
-                           f"({dup['count_all']} rows); a comparison needs one prediction per key")
+
+
+@dataclass
+class _Matching:
+    ia: np.ndarray  # rows of A matched, in A's order
+    ib: np.ndarray  # their rows of B
+    only_a: np.ndarray  # rows of A without a match
+    only_b: np.ndarray  # rows of B without a match
+    codes_a: dict[str, np.ndarray]  # key column -> codes of A's rows (shared numbering with B)
+    codes_b: dict[str, np.ndarray]
+    values: dict[str, list[Any]]  # key column -> the value of each code
+
+
+def _match(a: pa.Table, b: pa.Table, labels: tuple[str, str]) -> _Matching:
+    """Match rows on :data:`KEY` through codes shared by both tables (one hash pass per column)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from tempcore.diagnostics.kernel import combine_codes
+
+    na, nb = a.num_rows, b.num_rows
+    codes, cards, values = [], [], {}
+    for name in KEY:
+        chunks = []
+        for t in (a, b):
+            col = t.column(name)
+            if pa.types.is_dictionary(col.type):
+                col = col.cast(col.type.value_type)
+            chunks += col.cast(pa.string()).chunks
+        enc = pc.dictionary_encode(pa.chunked_array(chunks, pa.string())).combine_chunks()
+        codes.append(np.asarray(enc.indices, dtype=np.int64))
+        values[name] = enc.dictionary.to_pylist()
+        cards.append(len(values[name]))
+    ids, k, _ = combine_codes(codes, cards, na + nb, runs_above=1 << 62, need_first=False)
+    ida, idb = ids[:na], ids[na:]
+    for side, label in ((ida, labels[0]), (idb, labels[1])):
+        counts = np.bincount(side, minlength=k)
+        if (counts > 1).any():
+            row = int(np.flatnonzero(counts[side] > 1)[0]) + (0 if side is ida else na)
+            dup = " / ".join(str(values[c][codes[j][row]]) for j, c in enumerate(KEY))
+            raise CompareError(f"{label}: {int((counts[counts > 1] - 1).sum())} row(s) repeat a key, e.g. {dup} "
+                               f"({int(counts.max())} rows); a comparison needs one prediction per key")
+    where_b = np.full(k, -1, dtype=np.int64)
+    where_b[idb] = np.arange(nb)
+    in_a = np.zeros(k, dtype=bool)
+    in_a[ida] = True
+    b_of_a = where_b[ida]
+    ia = np.flatnonzero(b_of_a >= 0)
+    return _Matching(ia, b_of_a[ia], np.flatnonzero(b_of_a < 0), np.flatnonzero(~in_a[idb]),
+                     {c: codes[j][:na] for j, c in enumerate(KEY)}, {c: codes[j][na:] for j, c in enumerate(KEY)},
+                     values)
 
 
 def _take(table: pa.Table, name: str, rows: np.ndarray) -> list[Any] | None:
@@ -237,22 +275,13 @@ def compare_runs(
     the data behind it (both stores' ``fingerprints`` tables) so a changed fingerprint names its
     fields; ``limit`` caps each listing (flipped, only A, only B; ``None``: all), never a count."""
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     a, b = with_condition(a), with_condition(b)
     for table, label in ((a, labels[0]), (b, labels[1])):
-        _check_table(table, label)
-    ka, kb = _plain(a, list(KEY)), _plain(b, list(KEY))
-    joined = ka.join(kb, keys=list(KEY), join_type="full outer", left_suffix="_a", right_suffix="_b",
-                     coalesce_keys=True)
-    row_a = joined.column("__row_a")
-    row_b = joined.column("__row_b")
-    has_a = np.asarray(pc.is_valid(row_a)).astype(bool)
-    has_b = np.asarray(pc.is_valid(row_b)).astype(bool)
-    both = has_a & has_b
-    ia = np.asarray(pc.fill_null(row_a, 0)).astype(np.int64)[both]
-    ib = np.asarray(pc.fill_null(row_b, 0)).astype(np.int64)[both]
-    keys = joined.select(list(KEY)).filter(pa.array(both))
+        _check_columns(table, label)
+    m = _match(a, b, labels)
+    ia, ib = m.ia, m.ib
+    keys = a.select(list(KEY)).take(pa.array(ia))
 
     differing = np.zeros(ia.size, dtype=bool)
     fingerprints: dict[str, dict[str, Any]] = {}
@@ -321,7 +350,7 @@ def compare_runs(
     responses["correct"] = int(flip.sum())
     differing |= flip
 
-    accuracy = _accuracy(keys, ca, cb, joined, has_a, has_b, n_boot=n_boot, confidence=confidence, seed=seed)
+    accuracy = _accuracy(m, ca, cb, n_boot=n_boot, confidence=confidence, seed=seed)
     flipped_rows = _first_in_key_order(keys, np.flatnonzero(flip), limit)
     answers_a = _take(a, "answer", ia[flipped_rows]) or [None] * flipped_rows.size
     answers_b = _take(b, "answer", ib[flipped_rows]) or [None] * flipped_rows.size
@@ -330,11 +359,11 @@ def compare_runs(
           "answer_a": x, "answer_b": y} for r, x, y in zip(flipped_rows, answers_a, answers_b)),
         key=lambda row: tuple(row[k] for k in KEY))
     only = {}
-    for side, mask in (("a", has_a & ~has_b), ("b", has_b & ~has_a)):
-        listing = joined.select(list(KEY)).filter(pa.array(mask)).sort_by([(k, "ascending") for k in KEY])
-        only[side] = listing.slice(0, limit).to_pylist() if limit is not None else listing.to_pylist()
+    for side, table, rows in (("a", a, m.only_a), ("b", b, m.only_b)):
+        listing = table.select(list(KEY)).take(pa.array(_first_in_key_order(table.select(list(KEY)), rows, limit)))
+        only[side] = listing.to_pylist()
     counts = {"a": a.num_rows, "b": b.num_rows, "matched": int(ia.size), "differing": int(differing.sum()),
-              "only_a": int((has_a & ~has_b).sum()), "only_b": int((has_b & ~has_a).sum())}
+              "only_a": int(m.only_a.size), "only_b": int(m.only_b.size)}
     params = {"n_boot": n_boot, "confidence": confidence, "seed": seed, "limit": limit}
     return RunComparison(labels, counts, fingerprints, frames, responses, accuracy, flipped, only["a"], only["b"],
                          params)
@@ -351,39 +380,36 @@ def _first_in_key_order(keys: pa.Table, rows: np.ndarray, limit: int | None) -> 
     return rows[order][:limit]
 
 
-def _accuracy(keys: pa.Table, ca: np.ndarray, cb: np.ndarray, joined: pa.Table, has_a: np.ndarray,
-              has_b: np.ndarray, *, n_boot: int, confidence: float, seed: int) -> list[dict[str, Any]]:
+def _accuracy(m: _Matching, ca: np.ndarray, cb: np.ndarray, *, n_boot: int, confidence: float,
+              seed: int) -> list[dict[str, Any]]:
     """Per (benchmark, model, condition): paired accuracies, B - A with its interval, McNemar."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     group = ["benchmark", "model", "condition"]
+    cards = [len(m.values[c]) for c in group]
+
+    def gid(codes: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+        out = np.zeros(rows.size, dtype=np.int64)
+        for c, card in zip(group, cards):
+            out = out * card + codes[c][rows]
+        return out
+
+    def name_of(g: int) -> tuple[str, str, str]:
+        parts = []
+        for c, card in zip(reversed(group), reversed(cards)):
+            parts.append(str(m.values[c][g % card]))
+            g //= card
+        return parts[2], parts[1], parts[0]
+
     one_side: dict[tuple[str, str, str], dict[str, int]] = {}
-    for side, mask in (("only_a", has_a & ~has_b), ("only_b", has_b & ~has_a)):
-        if mask.any():
-            counted = joined.select(group).filter(pa.array(mask)).group_by(group).aggregate([([], "count_all")])
-            for row in counted.to_pylist():
-                one_side.setdefault((row["benchmark"], row["model"], row["condition"]), {})[side] = row["count_all"]
+    for side, codes, rows in (("only_a", m.codes_a, m.only_a), ("only_b", m.codes_b, m.only_b)):
+        ids, n = np.unique(gid(codes, rows), return_counts=True)
+        for g, count in zip(ids.tolist(), n.tolist()):
+            one_side.setdefault(name_of(g), {})[side] = count
     out: list[dict[str, Any]] = []
-    names: list[tuple[str, str, str]] = []
-    if keys.num_rows:
-        combined = np.zeros(keys.num_rows, dtype=np.int64)
-        dictionaries = []
-        for c in group:
-            enc = pc.dictionary_encode(keys.column(c)).combine_chunks()
-            card = len(enc.dictionary)
-            combined = combined * card + np.asarray(enc.indices, dtype=np.int64)
-            dictionaries.append((enc.dictionary.to_pylist(), card))
-        uniq, inverse = np.unique(combined, return_inverse=True)
-        inverse = inverse.ravel()
-        for u in uniq.tolist():
-            parts = []
-            for values, card in reversed(dictionaries):
-                parts.append(values[u % card])
-                u //= card
-            names.append((parts[2], parts[1], parts[0]))
-        order = np.argsort(inverse, kind="stable")
-        bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
+    uniq, inverse = np.unique(gid(m.codes_a, m.ia), return_inverse=True)
+    inverse = inverse.ravel()
+    names = [name_of(g) for g in uniq.tolist()]
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(names) + 1))
     for g, name in enumerate(names):
         rows = order[bounds[g]:bounds[g + 1]]
         x, y = ca[rows], cb[rows]
