@@ -31,6 +31,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--benchmark", metavar="NAME",
                    help="only this benchmark (as the predictions name it; a format name matching exactly one "
                    "of their benchmarks also works)")
+    p.add_argument("--n-boot", type=int, default=2000,
+                   help="bootstrap replicates of the TPI and category-share intervals (default 2000)")
+    p.add_argument("--bootstrap-seed", type=int, default=0,
+                   help="seed of those intervals (default 0; not a condition's seed)")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.add_argument("--out", type=Path, help="also write diagnosis.json and samples.csv into this folder")
     p.set_defaults(func=run)
@@ -41,12 +45,19 @@ def run(args: argparse.Namespace) -> int:
 
     table = read_predictions_arg(args.predictions)
     used = only_benchmark(table, args.benchmark, args.predictions)
-    d = diagnose_args(used, args)
+    from tempcore.diagnostics import EncodedPredictions
+    from tempcore.diagnostics.robustness import leave_one_model_out, tpi_intervals
+
+    encoded = EncodedPredictions.from_table(used)  # encoded once: the leave-one-out diagnoses reuse it
+    d = diagnose_args(encoded, args)
     result = d.to_json()
     if not result["benchmarks"]:
         raise nothing_to_show(f"diagnose (scoring {args.scoring})", table,
                               {"benchmark": args.benchmark, "models": args.models, "k": args.k,
                                "encoder": args.encoder})
+    result["tpi_ci"] = tpi_intervals(d, n_boot=args.n_boot, seed=args.bootstrap_seed)
+    result["leave_one_model_out"] = leave_one_model_out(
+        d, lambda models: diagnose_args(encoded, argparse.Namespace(**{**vars(args), "models": models})))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "diagnosis.json").write_text(json.dumps(result, indent=1))
@@ -56,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
         return 0
     print(format_summary(result["benchmarks"], result["params"]))
+    print(format_robustness(result["tpi_ci"], result["leave_one_model_out"]))
     if args.out:
         print(f"\nwrote {args.out / 'diagnosis.json'} and {args.out / 'samples.csv'}")
     return 0
@@ -91,4 +103,34 @@ def format_summary(benchmarks: dict[str, dict[str, Any]], params: dict[str, Any]
             v = row[key]
             cells.append(f"{'undef.' if v is None else f'{v:.3f}':>10}" if key == "tpi" else f"{v:>10}")
         lines.append(name.ljust(width) + "".join(cells))
+    return "\n".join(lines)
+
+
+def format_robustness(tpi_ci: dict[str, dict[str, Any]], loo: dict[str, dict[str, dict[str, Any]]]) -> str:
+    """The text of ``tpi_ci`` and ``leave_one_model_out``: lines after the summary table."""
+
+    def num(x: float | None) -> str:
+        return "undef." if x is None else f"{x:.3f}"
+
+    lines: list[str] = []
+    for bench, ci in tpi_ci.items():
+        if not lines:
+            lines.append(f"\nbootstrap over samples ({ci['n_boot']} resamples, seed {ci['seed']}, "
+                         f"{round(100 * ci['confidence'])}% intervals):")
+        shares = ", ".join(f"{name} {num(s['share'])} [{num(s['low'])}, {num(s['high'])}]"
+                           for name, s in ci["shares"].items())
+        lines.append(f"{bench}: TPI {num(ci['tpi'])} [{num(ci['tpi_low'])}, {num(ci['tpi_high'])}]; {shares}")
+    if any(loo.values()):
+        lines.append("\nleave one model out (samples changing category; TPI without the model):")
+    for bench, models in loo.items():
+        cells = []
+        for model, r in models.items():
+            if r["changed"] is None:
+                cells.append(f"{model} - ({r['error']})")
+                continue
+            moved = "".join(f", {r[k]} {k.replace('_', ' ')}" for k in ("became_incomplete", "became_complete")
+                            if r[k])
+            cells.append(f"{model} {r['changed']}{moved} (TPI {num(r['tpi'])})")
+        if cells:
+            lines.append(f"{bench}: " + "; ".join(cells))
     return "\n".join(lines)
