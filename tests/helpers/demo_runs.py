@@ -20,7 +20,8 @@ LOCAL_ONLY = ("parallel_models", "model_processes")
 def demo_run_config(world: Any, out: Path, models: Collection[str], *, source: str, **changes: Any) -> RunConfig:
     """:func:`tempcore.demo.demo_config` over ``world`` into ``out`` (its own cache beside it), the
     zoo ``models`` only, ``request_batch`` 4 (so a job spans several chunks and two threads share
-    some model), then ``changes`` (with ``executor`` other than local, without :data:`LOCAL_ONLY`)."""
+    some model), then ``changes`` (with ``executor`` other than local, without the demo's own
+    :data:`LOCAL_ONLY` keys; a caller that passes one keeps it, to test that it is refused)."""
     from tempcore.demo import demo_config
 
     raw = dict(demo_config(world, out, cache=out.parent / f"{out.name}-cache").to_dict())
@@ -30,7 +31,8 @@ def demo_run_config(world: Any, out: Path, models: Collection[str], *, source: s
     raw.update(changes)
     if raw.get("executor", "local") != "local":  # the local executor's own keys (the demo sets them)
         for key in LOCAL_ONLY:
-            raw.pop(key, None)
+            if key not in changes:
+                raw.pop(key, None)
     return RunConfig.from_dict(raw, source=source)
 
 
