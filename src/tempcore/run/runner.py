@@ -347,6 +347,9 @@ def _execute(
                                      progress=progress)
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: what is answered is committed
             stopped = exc
+        for (spec, _method), summary in zip(specs, summaries):  # the run's accuracy, not this invocation's
+            stored = _stored_correct(store, [it.key(spec.display_name) for it in items])
+            summary.run_rows, summary.run_correct = len(stored), sum(stored.values())
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)
         totals = {m: n for (m,), n in store.count_by("model").items()}
         causes = _run_failures(store, run_id) if any(m.failed for m in summaries) else []

@@ -1,0 +1,47 @@
+"""Issue 30 (the first hour), item 8: what a resumed run's summary, a dry run and an unreachable hub say."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tempcore.run.config import RunConfig
+from tempcore.run.runner import run
+from tempcore.run.store import RunStore
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tempcore.world import generate_world
+
+    return generate_world(tmp_path_factory.mktemp("world") / "world", 8, 3)
+
+
+def _config(world: Any, out: Path) -> RunConfig:
+    from tempcore.demo import demo_config
+
+    raw = dict(demo_config(world, out, cache=out.parent / "cache").to_dict())
+    raw.pop("source", None)
+    raw["models"] = [m for m in raw["models"] if m["model"] == "zoo-mean"]
+    raw["conditions"] = [{"strategy": "uniform"}, {"strategy": "noframe"}]
+    return RunConfig.from_dict(raw, source="test_run_first_hour")
+
+
+def test_a_resumed_runs_summary_gives_the_runs_accuracy_and_labels_the_invocations(world: Any,
+                                                                                   tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = run(_config(world, out), limit=3, progress=False, log=lambda _m: None)
+    lines: list[str] = []
+    again = run(_config(world, out), progress=False, log=lines.append)
+    (m,) = again.models
+    assert m.stored_before == first.models[0].done > 0 and m.done > 0
+    with RunStore.open(again.store) as store:
+        rows = [p for p in store.predictions() if p.model == "zoo-mean"]
+    assert m.run_rows == len(rows) == m.done + m.stored_before
+    run_accuracy = sum(p.correct for p in rows) / len(rows)
+    assert m.accuracy == pytest.approx(run_accuracy)
+    line = next(x for x in lines if x.strip().startswith("zoo-mean:"))
+    assert f"accuracy {run_accuracy:.3f} over the run's {len(rows)} stored rows" in line
+    assert f"(this invocation's {m.done}: {m.correct / m.done:.3f})" in line
