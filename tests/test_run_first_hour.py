@@ -45,3 +45,12 @@ def test_a_resumed_runs_summary_gives_the_runs_accuracy_and_labels_the_invocatio
     line = next(x for x in lines if x.strip().startswith("zoo-mean:"))
     assert f"accuracy {run_accuracy:.3f} over the run's {len(rows)} stored rows" in line
     assert f"(this invocation's {m.done}: {m.correct / m.done:.3f})" in line
+
+
+def test_the_dry_run_says_that_zoo_members_score_the_options(world: Any, tmp_path: Path) -> None:
+    lines: list[str] = []
+    run(_config(world, tmp_path / "dry"), dry_run=True, progress=False, log=lines.append)
+    (line,) = [x for x in lines if x.strip().startswith("model zoo-mean:")]
+    # the zoo backend scores the options whatever the entry's method (the default, generate)
+    assert "(zoo, option_scores: scores the options, whatever the entry's method (generate))" in line, line
+    assert "(zoo, generate)" not in line

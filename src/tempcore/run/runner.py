@@ -665,7 +665,7 @@ def _dry_run(
     between = "" if lower == upper else f"{lower} to "
     for spec, method in specs:
         n = stored.get(spec.display_name, 0)
-        log(f"  model {spec.display_name}: {between or 'up to '}{upper} calls ({spec.backend}, {method})"
+        log(f"  model {spec.display_name}: {between or 'up to '}{upper} calls ({spec.backend}, {_method_label(spec, method)})"
             + (f"; {n} predictions of this model already in the store" if n else ""))
         summaries.append(ModelSummary(spec.display_name, planned=upper, stored_before=n))
     total = len(specs)
@@ -675,6 +675,16 @@ def _dry_run(
     info = {p.name: _bench_info(p) | ({"oracle_window_calls": oracle[p.name]} if p.name in oracle else {})
             for p in plans}
     return RunSummary(str(out), str(store_path), None, info, summaries, dry_run=True)
+
+
+def _method_label(spec: ModelSpec, method: str) -> str:
+    """How the model answers, as the dry run says it: the backend's own method when it has one
+    (:attr:`tempcore.models.base.ModelSpec.answers_by`), else the entry's."""
+    used = spec.answers_by or method
+    what = {"option_scores": "scores the options", "generate": "generates the answer"}.get(used, used)
+    if used != method:
+        return f"{used}: {what}, whatever the entry's method ({method})"
+    return f"{used}: {what}"
 
 
 def _yaml_value(value: Any) -> str:
