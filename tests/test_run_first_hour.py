@@ -54,3 +54,34 @@ def test_the_dry_run_says_that_zoo_members_score_the_options(world: Any, tmp_pat
     # the zoo backend scores the options whatever the entry's method (the default, generate)
     assert "(zoo, option_scores: scores the options, whatever the entry's method (generate))" in line, line
     assert "(zoo, generate)" not in line
+
+
+def test_a_hub_id_that_cannot_be_had_fails_at_once_saying_the_hub_is_unreachable(monkeypatch: Any,
+                                                                                tmp_path: Path) -> None:
+    import time
+
+    from tempcore.encoders import load_encoder
+    from tempcore.encoders.hf import EncoderLoadError
+    from tempcore.models import ModelError, hub, load_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    start = time.perf_counter()
+    with pytest.raises(ModelError) as model_error:
+        load_model({"backend": "hf-text", "model": "tempcore-test/no-such-model"})
+    with pytest.raises(EncoderLoadError) as encoder_error:
+        load_encoder("tempcore-test/no-such-encoder")
+    assert time.perf_counter() - start < 10
+    for exc, key in ((model_error.value, "model"), (encoder_error.value, "encoder")):
+        text = str(exc)
+        assert "hub is unreachable (HF_HUB_OFFLINE is set)" in text, text
+        assert f"point `{key}:` at a local folder" in text and "--local-dir" in text
+    # not offline, but no connection to the hub's host: the same advice, the reason named
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(hub, "_reachable", {})
+    problem = hub.hub_problem("model m", "tempcore-test/no-such-model")
+    assert problem is not None and "no connection to 127.0.0.1" in problem
+    # a local folder, and a name that is no hub id, are never checked
+    assert hub.hub_problem("model m", str(tmp_path)) is None
+    assert not hub.looks_like_hub_id("./a/b") and not hub.looks_like_hub_id("siglip2")
