@@ -261,3 +261,37 @@ def test_a_tiny_hf_vlm_answers_visual_options_through_the_run(builds: dict[str, 
     with RunStore.open(tmp_path / "run" / "store.sqlite") as store:
         (p,) = store.predictions()
     assert p.answer in range(4) and p.option_probs is not None and len(p.frames) == 20
+
+
+def test_a_visual_options_run_decodes_each_video_once_with_the_same_frames(builds: dict[str, Path],
+                                                                          tmp_path: Path) -> None:
+    # issue 30 item 7: every request probed its video, then read its frames (2 passes per request and
+    # model); the run's frame store now makes one pass per video for every model and sample
+    import hashlib
+
+    import numpy as np
+
+    from tempcore.run.local import LocalExecutor
+    from tempcore.video.types import count_decodes
+
+    def visual_config(out: Path) -> RunConfig:
+        raw = dict(config(builds, out).to_dict())
+        raw.pop("source", None)
+        raw["benchmarks"] = [b for b in raw["benchmarks"] if b["options"]["benchmark_name"] != "plain"]
+        raw["models"] = [{"backend": "zoo", "model": m, "method": "option_scores"} for m in ("zoo-max", "zoo-mean")]
+        return RunConfig.from_dict(raw, source="test")
+
+    def shown(keep: bool, out: str) -> tuple[dict[tuple[str, str], Any], dict[str, Any]]:
+        with count_decodes() as decodes:
+            summary, made = _run(visual_config(tmp_path / out), executor=LocalExecutor(keep_frames=keep))
+        assert all(m.failed == 0 for m in summary.models)
+        seen = {(m.name, r.key): (tuple(hashlib.sha256(np.ascontiguousarray(im).tobytes()).hexdigest() + str(im.shape)
+                                        for im in r.images), r.timestamps, r.prompt)
+                for m in made for r in m.requests}
+        return seen, decodes.summary()
+
+    before, d0 = shown(False, "each")
+    after, d1 = shown(True, "once")
+    assert d0["max_per_video"] > 2  # a probe and a read per request and model
+    assert d1["passes"] == d1["videos"] == d0["videos"] and d1["max_per_video"] == 1, d1
+    assert after == before and len(before) == 2 * len({k for _m, k in before})

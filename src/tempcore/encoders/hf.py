@@ -303,6 +303,11 @@ class HFFrameTextEncoder:
                     f"encoder {ident}: model_type {family!r} is not supported (supported: {', '.join(FAMILIES)})"
                 )
 
+        from tempcore.models.hub import hub_problem
+
+        problem = hub_problem(f"encoder {name or ident}", source, revision, key="encoder")
+        if problem is not None:  # fail now, not after transformers' retries
+            raise EncoderLoadError(problem)
         try:
             config = cls._config(source, supported, **common)
         except (OSError, ValueError, TypeError) as exc:

@@ -113,6 +113,11 @@ def read_config_dict(spec: HFTextSpec) -> dict[str, Any]:
     """The checkpoint's ``config.json`` as a dict (local folder or hub cache), without building a config."""
     from transformers import PretrainedConfig
 
+    from tempcore.models.hub import hub_problem
+
+    problem = hub_problem(f"model {spec.display_name}", spec.model, spec.revision)
+    if problem is not None:  # fail now, not after transformers' retries
+        raise ModelError(problem)
     try:
         config, _ = PretrainedConfig.get_config_dict(spec.model, revision=spec.revision)
     except OSError as exc:

@@ -249,6 +249,9 @@ class ModelSpec:
     #: ``model_processes`` (:mod:`tempcore.models.hosted`) and is loaded without silencing
     #: transformers' bars (importing transformers for it would cost seconds).
     loads_weights: ClassVar[bool] = True
+    #: The one answer method the backend uses whatever the entry's ``method`` (``None``: the entry's
+    #: method, default ``generate``): the world's zoo members always score the options.
+    answers_by: ClassVar[str | None] = None
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ModelSpec:
         backend = kwargs["backend"] if "backend" in kwargs else (args[0] if args else None)

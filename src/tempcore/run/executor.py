@@ -51,6 +51,17 @@ class ModelSummary:
     parse_failures: int = 0
     correct: int = 0
     seconds: float = 0.0
+    #: the run's rows of this model once this invocation ended: the plan's keys the store holds (rows
+    #: answered by earlier invocations of a resumed run too) and how many of them are correct
+    run_rows: int = 0
+    run_correct: int = 0
+
+    @property
+    def accuracy(self) -> float | None:
+        """The run's accuracy: over every stored row of the plan (``done`` alone when none is counted)."""
+        if self.run_rows:
+            return self.run_correct / self.run_rows
+        return self.correct / self.done if self.done else None
 
 
 @dataclass(frozen=True)

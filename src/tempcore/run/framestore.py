@@ -63,6 +63,7 @@ __all__ = [
     "FrameStore",
     "VideoKey",
     "active_store",
+    "native_key",
     "needed_positions",
     "use_store",
     "video_key",
@@ -210,6 +211,8 @@ class FrameStore:
         self._disk_bytes = 0
         self.hits = 0
         self.decodes = 0
+        self._native: dict[VideoKey, list[float]] = {}  # a video's frame times at its own rate
+        self._wants: dict[VideoKey, tuple[set[float], set[int]]] = {}  # what its requests will ask
 
     # --- the scoring side ----------------------------------------------------------------------
 
@@ -276,6 +279,44 @@ class FrameStore:
                 self.hits += 1
         return self._take(entry, wanted)
 
+    # --- videos at their own rate (visual-option requests) -----------------------------------
+
+    def expect_native(self, key: VideoKey, times: Iterable[float], positions: Iterable[int]) -> None:
+        """Requests will ask for the frames of a video at its own rate (``key``: :func:`native_key`)
+        shown at ``times`` (the last frame whose time is <= t, the first for an earlier t) and at
+        ``positions``: the one pass :meth:`native_frames` makes keeps them."""
+        with self._lock:
+            want_times, want_positions = self._wants.setdefault(key, (set(), set()))
+            want_times.update(float(t) for t in times)
+            want_positions.update(int(p) for p in positions)
+
+    def native_frames(
+        self, key: VideoKey, positions_of: Callable[[Sequence[float]], list[int]],
+        decode_pass: Callable[[Callable[[int, float, float | None], bool]], tuple[list[float], FrameBatch]],
+        decode: Callable[[list[int]], FrameBatch],
+    ) -> tuple[list[int], list[float], dict[int, np.ndarray]]:
+        """The frames a request shows of a video at its own rate: ``positions_of(times)``, the video's
+        frame times and those frames by position. The first request of a video makes one pass
+        (``decode_pass(select)``: :func:`tempcore.video.decode.read_selected`) that records the times
+        and keeps every frame :meth:`expect_native` announced; later requests decode nothing, and a
+        position nobody announced is decoded (``decode``) and kept as in :meth:`frames`."""
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            times = self._native.get(key)
+            if times is None:
+                with self._lock:
+                    want_times, want_positions = self._wants.get(key, (set(), set()))
+                    self.decodes += 1
+                times, batch = decode_pass(_selector(sorted(t + 1e-9 for t in want_times), set(want_positions)))
+                with self._lock:
+                    self._native[key] = times
+                    entry = self._entries.setdefault(key, _Entry())
+                    if len(batch.indices):
+                        self._merge(entry, [int(i) for i in batch.indices], np.asarray(batch.frames))
+            positions = positions_of(times)
+            return positions, times, self._frames(key, positions, decode) if positions else {}
+
     def _take(self, entry: _Entry, wanted: Sequence[int]) -> dict[int, np.ndarray]:
         where = {p: j for j, p in enumerate(entry.positions)}
         order = sorted({int(i) for i in wanted})
@@ -332,8 +373,31 @@ class FrameStore:
         with self._lock:
             self._entries.clear()
             self._key_locks.clear()
+            self._native.clear()
+            self._wants.clear()
             self._memory_bytes = self._disk_bytes = 0
             self._spill.close()
+
+
+def native_key(path: str | os.PathLike[str], media: str | None, folder_fps: float) -> VideoKey:
+    """The store's key of a video decoded at its own rate (``fps=None``) with ``media`` and
+    ``folder_fps`` (its positions are not those of the run's fps: a key of its own)."""
+    return video_key(path, None, None, f"{media or 'auto'}@native/{float(folder_fps)!r}", None)
+
+
+def _selector(taus: list[float], positions: set[int]) -> Callable[[int, float, float | None], bool]:
+    """``select(position, time, next_time)`` for :func:`tempcore.video.decode.read_selected`: the frame
+    is at one of ``positions`` or shown at one of ``taus`` (sorted; ``time <= tau < next_time``, or
+    ``tau < next_time`` for the first frame: what ``searchsorted(times, tau, "right") - 1`` picks)."""
+    import bisect
+
+    def select(position: int, time: float, next_time: float | None) -> bool:
+        if position in positions:
+            return True
+        first = 0 if position == 0 else bisect.bisect_left(taus, time)
+        return first < len(taus) and (next_time is None or taus[first] < next_time)
+
+    return select
 
 
 def needed_positions(cfg: RunConfig, sample: Sample, timeline: Timeline) -> set[int]:

@@ -250,6 +250,7 @@ class LocalExecutor:
         self, jobs: Sequence[ModelJob], store: RunStore, run_id: str, *, factory: ModelFactory,
         settings: AnswerSettings, log: Callable[[str], None], progress: bool,
     ) -> None:
+        self._expect_visual(jobs, settings)
         workers = min(max(1, settings.parallel_models), len(jobs))
         if workers <= 1:
             for job in jobs:
@@ -319,6 +320,23 @@ class LocalExecutor:
         errors = [f.exception() for f in futures if f.exception() is not None]
         if errors:
             raise errors[0]  # type: ignore[misc]
+
+    def _expect_visual(self, jobs: Sequence[ModelJob], settings: AnswerSettings) -> None:
+        """With ``keep_frames``: announce the frames the jobs' visual-option items show, so that each
+        of their videos is decoded once for every model (:func:`tempcore.run.visual.expect_visual`)."""
+        if not self.keep_frames:
+            return
+        from tempcore.run.visual import VISUAL_STRATEGY, expect_visual
+
+        visual = [it for job in jobs for it in job.items if it.condition.strategy == VISUAL_STRATEGY]
+        if not visual:
+            return
+        if self.frames is None:
+            from tempcore.run.framestore import FrameStore, use_store
+
+            self.frames = FrameStore()
+            use_store(self.frames)  # read by tempcore.run.visual.visual_request while answering (this thread)
+        expect_visual(self.frames, visual, settings.video_root_of)
 
     def _start_hosts(self, n: int, warm: Sequence[str]) -> None:
         """Have at least ``n`` model worker processes (started now; ``warm``: backends they import)."""

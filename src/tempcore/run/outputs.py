@@ -130,7 +130,13 @@ def _export(store: Any, samples: list[Sample], out: Path) -> str | None:
 def _print_summary(summary: RunSummary, log: Callable[[str], None]) -> None:
     log("summary:")
     for m in summary.models:
-        acc = f", accuracy {m.correct / m.done:.3f}" if m.done else ""
+        acc = ""
+        if m.run_rows:  # the run's accuracy: every stored row of the plan, earlier invocations' too
+            acc = f", accuracy {m.run_correct / m.run_rows:.3f} over the run's {m.run_rows} stored rows"
+            if m.done and m.done != m.run_rows:
+                acc += f" (this invocation's {m.done}: {m.correct / m.done:.3f})"
+        elif m.done:
+            acc = f", accuracy {m.correct / m.done:.3f}"
         extra = (f", {m.replaced} replaced (--recompute)" if m.replaced else "") + (
             f", {m.discarded} discarded (stored meanwhile by another writer)" if m.discarded else "")
         log(f"  {m.model}: {m.done} done{extra}, {m.stored_before} skipped (stored), {m.failed} failed, "

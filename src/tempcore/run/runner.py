@@ -347,6 +347,9 @@ def _execute(
                                      progress=progress)
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: what is answered is committed
             stopped = exc
+        for (spec, _method), summary in zip(specs, summaries):  # the run's accuracy, not this invocation's
+            stored = _stored_correct(store, [it.key(spec.display_name) for it in items])
+            summary.run_rows, summary.run_correct = len(stored), sum(stored.values())
         predictions_file = _export(store, [s for p in plans for s in p.samples], out)
         totals = {m: n for (m,), n in store.count_by("model").items()}
         causes = _run_failures(store, run_id) if any(m.failed for m in summaries) else []
@@ -662,7 +665,7 @@ def _dry_run(
     between = "" if lower == upper else f"{lower} to "
     for spec, method in specs:
         n = stored.get(spec.display_name, 0)
-        log(f"  model {spec.display_name}: {between or 'up to '}{upper} calls ({spec.backend}, {method})"
+        log(f"  model {spec.display_name}: {between or 'up to '}{upper} calls ({spec.backend}, {_method_label(spec, method)})"
             + (f"; {n} predictions of this model already in the store" if n else ""))
         summaries.append(ModelSummary(spec.display_name, planned=upper, stored_before=n))
     total = len(specs)
@@ -672,6 +675,16 @@ def _dry_run(
     info = {p.name: _bench_info(p) | ({"oracle_window_calls": oracle[p.name]} if p.name in oracle else {})
             for p in plans}
     return RunSummary(str(out), str(store_path), None, info, summaries, dry_run=True)
+
+
+def _method_label(spec: ModelSpec, method: str) -> str:
+    """How the model answers, as the dry run says it: the backend's own method when it has one
+    (:attr:`tempcore.models.base.ModelSpec.answers_by`), else the entry's."""
+    used = spec.answers_by or method
+    what = {"option_scores": "scores the options", "generate": "generates the answer"}.get(used, used)
+    if used != method:
+        return f"{used}: {what}, whatever the entry's method ({method})"
+    return f"{used}: {what}"
 
 
 def _yaml_value(value: Any) -> str:

@@ -13,7 +13,9 @@ timeline at the run's fps, which does not apply to options that are frame sequen
   form of a question differ in ``k`` (the text form shows no option frames), so their keys differ;
   ``tempcore visual score`` pairs them by strategy.
 - **Frames**: the request's images are decoded by time at the video's own rate
-  (:func:`tempcore.visual.requests.request_for_sample`); the prediction's ``frames`` hold the
+  (:func:`tempcore.visual.requests.request_for_sample`), in a local run once per video for every
+  model and sample (:func:`expect_visual`, :func:`native_source`: one
+  :func:`tempcore.video.decode.read_selected` pass whose frames the run's frame store keeps); the prediction's ``frames`` hold the
   position of every image shown (``0 .. k-1``: context, then each option's frames in label order,
   then the probe frame of a yes/no question) and its presentation time (``-1`` for the probe image).
   ``n_frames`` is ``None`` (the video is not decoded at the run's fps).
@@ -33,18 +35,27 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tempcore.errors import TempcoreError
 from tempcore.records import Condition, Failure, FrameSet, Sample
 from tempcore.visual.answering import STRATEGY
-from tempcore.visual.requests import PROMPT_FORM, VIDEO_FRAMES, request_for_sample, shown_images
+from tempcore.visual.requests import (
+    PROMPT_FORM,
+    VIDEO_FRAMES,
+    FrameSource,
+    decode_params,
+    request_for_sample,
+    shown_images,
+    shown_wants,
+)
 
 if TYPE_CHECKING:
     from tempcore.models.base import Model
     from tempcore.run.executor import Identity
+    from tempcore.run.framestore import FrameStore
     from tempcore.run.planning import WorkItem
     from tempcore.run.predictions import Answered
 
@@ -150,7 +161,11 @@ def visual_request(item: WorkItem, video_root: str | Path | None, *,
     ``item`` is a :class:`tempcore.run.planning.WorkItem`; raises :class:`tempcore.errors.TempcoreError`
     (a video that does not decode) or ``OSError`` / ``KeyError`` (a missing probe image, a row without
     its metadata), which the runner records as the key's failure."""
-    req = request_for_sample(item.sample, video_root, context_k=context_k)
+    from tempcore.run.framestore import active_store
+
+    store = active_store()
+    source = None if store is None else native_source(store)
+    req = request_for_sample(item.sample, video_root, context_k=context_k, frames=source)
     n = len(req.images)
     if n != item.condition.k:
         raise ValueError(f"sample {item.sample.sample_id}: the request shows {n} images, its condition "
@@ -160,12 +175,62 @@ def visual_request(item: WorkItem, video_root: str | Path | None, *,
     return req, dataclasses.replace(item, frames=FrameSet(tuple(range(n)), tuple(stamps), requested=n))
 
 
+def expect_visual(store: FrameStore, items: Sequence[WorkItem], video_root_of: Mapping[str, str | None],
+                  context_k: int = VIDEO_FRAMES) -> int:
+    """Tell ``store`` which frames of each video the visual-option ``items`` (of every model) will
+    show, so that the first request of a video decodes it once for all of them
+    (:meth:`tempcore.run.framestore.FrameStore.native_frames`); other items are ignored. Returns the
+    number of items announced (one whose metadata is incomplete fails when its request is built)."""
+    from tempcore.run.framestore import native_key
+    from tempcore.video.decode import resolve_video_path
+
+    n = 0
+    for it in items:
+        if it.condition.strategy != STRATEGY:
+            continue
+        s = it.sample
+        try:
+            times, positions = shown_wants(s, context_k)
+            path = resolve_video_path(s.video, video_root_of.get(s.benchmark))
+        except (KeyError, TypeError, ValueError):
+            continue
+        store.expect_native(native_key(path, *decode_params(s)), times, positions)
+        n += 1
+    return n
+
+
+def native_source(store: FrameStore) -> FrameSource:
+    """A :data:`tempcore.visual.requests.FrameSource` that reads ``store``: one decoding pass per video
+    (:func:`tempcore.video.decode.read_selected`) for every request of the run, the same frames and
+    times as the default's probe-then-read."""
+    import numpy as np
+
+    from tempcore.run.framestore import native_key
+    from tempcore.video.decode import read_frames, read_selected
+    from tempcore.video.types import FrameBatch
+
+    def source(path: Path, media: str | None, folder_fps: float,
+               positions_of: Callable[[Sequence[float]], list[int]]) -> FrameBatch:
+        positions, times, got = store.native_frames(
+            native_key(path, media, folder_fps), positions_of,
+            lambda select: read_selected(path, select, media=media, folder_fps=folder_fps),
+            lambda wanted: read_frames(path, wanted, None, media=media, folder_fps=folder_fps))
+        if not positions:
+            return read_frames(path, [], None)
+        return FrameBatch(np.stack([got[p] for p in positions]), np.array([times[p] for p in positions], np.float64),
+                          np.array(positions, np.int64))
+
+    return source
+
+
 __all__ = [
     "IDENTITY_KEY",
     "VISUAL_STRATEGY",
     "VISUAL_TASKS",
     "answer_visual",
+    "expect_visual",
     "is_visual_sample",
+    "native_source",
     "visual_condition",
     "visual_identity",
     "visual_items",

@@ -8,7 +8,7 @@ The decoder's public names load on first use: ``from tempcore.video import Video
 from tempcore.registry import lazy_exports
 
 _EXPORTS = {
-    **{name: "decode" for name in ("VideoReader", "probe", "read_frames")},
+    **{name: "decode" for name in ("VideoReader", "probe", "read_frames", "read_selected")},
     **{
         name: "types"
         for name in (

@@ -27,7 +27,7 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -621,8 +621,57 @@ def _read_frames(
     )
 
 
+def read_selected(
+    path: str | os.PathLike[str],
+    select: Callable[[int, float, float | None], bool],
+    *,
+    stream: int = 0,
+    media: str | None = None,
+    threads: int = 0,
+    folder_fps: float = DEFAULT_FOLDER_FPS,
+    autorotate: bool = True,
+) -> tuple[list[float], FrameBatch]:
+    """One pass over every frame of the video at its own rate (``fps=None``): the presentation time of
+    each frame (what :func:`probe` reports as ``timestamps``) and the frames for which
+    ``select(position, time, next_time)`` is true (``next_time``: the next frame's time, ``None`` for
+    the last frame), converted as :func:`read_frames` converts them (``fps=None``, ``size=None``), so
+    a caller that picks frames by time (the frame shown at ``t``: the last whose time is <= ``t``)
+    or by position needs no :func:`probe` pass before its :func:`read_frames` pass. Raises as
+    :func:`probe` does for a video without frames."""
+    from tempcore import profiling
+
+    p = Path(path)
+    _note_pass(p, None, None, "selected")
+    with profiling.section("decode"):
+        source = _open_source(p, stream, media, threads, folder_fps, autorotate)
+        times: list[float] = []
+        got: dict[int, np.ndarray] = {}
+        try:
+            decode = _Pass(source, None, None, None)
+            width = height = 0
+            held: tuple[int, float, Any] | None = None
+            for position, pts, handle in decode:
+                if not width:
+                    width, height = source.display_size(handle)
+                t = decode.seconds(pts)
+                times.append(t)
+                if held is not None and select(held[0], held[1], t):
+                    got[held[0]] = source.to_rgb(held[2], width, height)
+                held = (position, t, handle)
+            if held is not None and select(held[0], held[1], None):
+                got[held[0]] = source.to_rgb(held[2], width, height)
+            decode.raise_if_empty()
+        finally:
+            source.close()
+    order = sorted(got)
+    frames = (np.stack([got[i] for i in order]) if order else np.empty((0, height, width, 3), np.uint8))
+    return times, FrameBatch(frames, np.array([times[i] for i in order], dtype=np.float64),
+                             np.array(order, dtype=np.int64), damage=_damage(decode))
+
+
 __all__ = [
     "VideoReader",
     "probe",
     "read_frames",
+    "read_selected",
 ]

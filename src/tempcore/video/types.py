@@ -99,7 +99,8 @@ class DecodeCounter:
     file (its absolute path) x segment (``start``, ``end``): two segments of one file are decoded
     in two passes by design. Opening a file to check it (``VideoReader``'s constructor) is not a
     pass. Passes in other processes (Ray actors) are not seen. ``by_kind``: passes per kind
-    (``read``: :class:`VideoReader`, ``probe``, ``frames``: :func:`read_frames`)."""
+    (``read``: :class:`VideoReader`, ``probe``, ``frames``: :func:`read_frames`, ``selected``:
+    :func:`read_selected`)."""
 
     def __init__(self) -> None:
         self.passes: collections.Counter[tuple[str, float | None, float | None]] = collections.Counter()

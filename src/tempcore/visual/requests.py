@@ -24,9 +24,9 @@ shown at each recorded time), and the returned timestamps are stored with the re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -34,6 +34,10 @@ from tempcore.models.interleaved import InterleavedRequest as InterleavedRequest
 from tempcore.models.interleaved import hf_content as hf_content
 from tempcore.models.interleaved import openai_parts as openai_parts
 from tempcore.records import Sample
+from tempcore.video.types import DEFAULT_FOLDER_FPS
+
+if TYPE_CHECKING:
+    from tempcore.video.types import FrameBatch
 
 INSTRUCTION = ("You are an expert at video understanding. You will be shown a video and a multiple-choice "
                "question about events in it, whose options are sequences of frames.")
@@ -152,38 +156,94 @@ def shown_images(sample: Sample, context_k: int = VIDEO_FRAMES) -> int:
                          f"(not a row written by `tempcore visual build {task}`?)") from None
 
 
+def decode_params(sample: Sample) -> tuple[str | None, float]:
+    """(media, folder_fps) :func:`request_for_sample` decodes ``sample``'s video with (at its own rate)."""
+    if sample.metadata.get("task") == "cmd":
+        return None, DEFAULT_FOLDER_FPS
+    return sample.media, float(sample.metadata.get("frames_fps", 3.0))
+
+
+def _time_groups(sample: Sample, context_k: int) -> list[list[float]]:
+    """The times of the frames a TFR / VFP request shows: the context, then each option's (visual form)."""
+    meta = sample.metadata
+    context_times = meta["context"]["times"] if meta.get("task") == "vfp" else _tfr_context(meta, context_k)
+    text = meta.get("option_modality") == "text"
+    return [list(context_times)] + ([] if text else [list(o["times"]) for o in meta["visual_options"]])
+
+
+def _at(timestamps: Sequence[float], t: float) -> int:
+    """The position of the frame shown at ``t`` (the last whose time <= t; the first for earlier t)."""
+    return max(0, int(np.searchsorted(timestamps, t + 1e-9, side="right")) - 1)
+
+
+def shown_positions(sample: Sample, timestamps: Sequence[float], context_k: int = VIDEO_FRAMES) -> list[int]:
+    """The positions (in the video's frame sequence at its own rate, whose presentation times are
+    ``timestamps``) of the video frames :func:`request_for_sample` shows, in the order shown."""
+    if sample.metadata.get("task") == "cmd":
+        return _cmd_picks(len(timestamps), context_k)
+    return [_at(timestamps, t) for g in _time_groups(sample, context_k) for t in g]
+
+
+def shown_wants(sample: Sample, context_k: int = VIDEO_FRAMES) -> tuple[list[float], list[int]]:
+    """What :func:`shown_positions` will ask for, before the video's times are known: the times
+    (TFR / VFP) and the positions expected from the metadata (CMD: ``stimulus_frames`` frames)."""
+    meta = sample.metadata
+    if meta.get("task") == "cmd":
+        return [], _cmd_picks(int(meta.get("stimulus_frames") or 0), context_k) if meta.get("stimulus_frames") else []
+    return [t for g in _time_groups(sample, context_k) for t in g], []
+
+
+FrameSource = Callable[[Path, "str | None", float, Callable[[Sequence[float]], list[int]]], "FrameBatch"]
+"""Frames of a video at its own rate for :func:`request_for_sample`: ``source(path, media, folder_fps,
+positions_of)`` returns the frames at ``positions_of(timestamps)`` (in that order, with their
+presentation times) as :func:`tempcore.video.decode.read_frames` decodes them. The default probes the
+video then reads the frames (two passes per request); a run shares one pass per video
+(:func:`tempcore.run.visual.visual_request`)."""
+
+
+def _probe_then_read(size: tuple[int, int] | None) -> FrameSource:
+    def source(path: Path, media: str | None, folder_fps: float,
+               positions_of: Callable[[Sequence[float]], list[int]]) -> FrameBatch:
+        from tempcore.video.decode import probe, read_frames
+
+        ts = probe(path, fps=None, media=media, folder_fps=folder_fps).timestamps
+        return read_frames(path, positions_of(ts), None, media=media, size=size, folder_fps=folder_fps)
+
+    return source
+
+
 def request_for_sample(sample: Sample, video_root: str | Path | None = None, *, context_k: int = VIDEO_FRAMES,
-                       size: tuple[int, int] | None = None, reasoning: bool = False) -> InterleavedRequest:
+                       size: tuple[int, int] | None = None, reasoning: bool = False,
+                       frames: FrameSource | None = None) -> InterleavedRequest:
     """The request of a built TFR / VFP / CMD sample (visual options or its text control).
 
-    The video is probed once and every frame shown (context and options) decoded in one pass."""
+    The video is probed once and every frame shown (context and options) decoded in one pass;
+    ``frames`` (:data:`FrameSource`, used only when ``size`` is ``None``) gives them instead."""
     from PIL import Image
 
-    from tempcore.video.decode import probe, read_frames, resolve_video_path
+    from tempcore.video.decode import resolve_video_path
 
     meta = sample.metadata
     path = resolve_video_path(sample.video, video_root)
     task = meta.get("task")
-    fps = float(meta.get("frames_fps", 3.0))
+    source = frames if frames is not None and size is None else _probe_then_read(size)
+    media, folder_fps = decode_params(sample)
+    batch = source(path, media, folder_fps, lambda ts: shown_positions(sample, ts, context_k))
     if task == "cmd":
-        ts = probe(path, fps=None).timestamps
-        batch = read_frames(path, _cmd_picks(len(ts), context_k), None, size=size)
-        frames, stamps = list(batch.frames), [float(t) for t in batch.timestamps]
+        frames_, stamps = list(batch.frames), [float(t) for t in batch.timestamps]
         if meta.get("option_modality") == "text":  # the control: the contact described, no probe frame
-            layout_t: list[str | int] = [*range(len(frames)), f"\n{sample.question}\n{YES_NO_ANSWER}"]
-            return InterleavedRequest(images=tuple(frames), prompt=f"{sample.question}\n{YES_NO_ANSWER}",
+            layout_t: list[str | int] = [*range(len(frames_)), f"\n{sample.question}\n{YES_NO_ANSWER}"]
+            return InterleavedRequest(images=tuple(frames_), prompt=f"{sample.question}\n{YES_NO_ANSWER}",
                                       options=("Yes", "No"), timestamps=tuple(stamps), key=sample.sample_id,
                                       layout=tuple(layout_t))
         root = Path(video_root) if video_root is not None else Path(".")
         probe_img = np.asarray(Image.open(root / meta["probe_image"]).convert("RGB"))
         if size is not None:
             probe_img = np.asarray(Image.fromarray(probe_img).resize(size))
-        return yes_no_request(frames, probe_img, timestamps=stamps, key=sample.sample_id)
-    context_times = meta["context"]["times"] if task == "vfp" else _tfr_context(meta, context_k)
+        return yes_no_request(frames_, probe_img, timestamps=stamps, key=sample.sample_id)
     text = meta.get("option_modality") == "text"
-    groups = [list(context_times)] + ([] if text else [list(o["times"]) for o in meta["visual_options"]])
-    images, stamps_all = frames_at(path, [t for g in groups for t in g], media=sample.media, size=size,
-                                   folder_fps=fps)
+    groups = _time_groups(sample, context_k)
+    images, stamps_all = list(batch.frames), [float(t) for t in batch.timestamps]
     cut, pieces = 0, []
     for g in groups:
         pieces.append((images[cut:cut + len(g)], stamps_all[cut:cut + len(g)]))
@@ -209,7 +269,11 @@ __all__ = [
     "hf_content",
     "multiple_choice_request",
     "openai_parts",
+    "FrameSource",
+    "decode_params",
     "request_for_sample",
+    "shown_positions",
+    "shown_wants",
     "shown_images",
     "yes_no_request",
 ]

@@ -17,6 +17,7 @@ import numpy as np
 
 from tempcore.models._batching import run_with_fallback
 from tempcore.models.base import (
+    METHOD_OPTION_SCORES,
     ModelConfigError,
     ModelError,
     ModelRequest,
@@ -227,6 +228,7 @@ class ZooSpec(ModelSpec):
     max_frames: int | None = spec_key(None, doc="the most images per request (more: that request fails)")
 
     EXTRA_KEYS: ClassVar[Mapping[str, str] | None] = {"zoo_dir": "the folder of the members (default the shipped zoo)"}
+    answers_by: ClassVar[str | None] = METHOD_OPTION_SCORES
 
     def __post_init__(self) -> None:
         super().__post_init__()
