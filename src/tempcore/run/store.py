@@ -69,15 +69,22 @@ _KEY_COLUMNS = KEY_COLUMNS
 _PREDICTION_COLUMNS = store_column_names()
 _COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct", "model_fingerprint", "sample_hash")
 
+#: what :meth:`RunStore.export_rows` reads as ``frame_indices`` of a row whose ``frames`` JSON SQLite
+#: cannot read (the table names the row: :func:`damaged_row_error`)
+DAMAGED = "<damaged>"
+
 # What the tidy export reads of each prediction (RunStore.export_rows), in this order.
 EXPORT_FIELDS: tuple[str, ...] = (*KEY_COLUMNS, *(n for n in PASSTHROUGH if n not in KEY_COLUMNS))
 _EXPORT_DERIVED_SQL = {
     "parse_error": "parse_error",
-    "frame_indices": "json_extract(frames, '$.indices')",
-    "frame_timestamps": "json_extract(frames, '$.timestamps')",
-    "frames_requested": "json_extract(frames, '$.requested')",
-    "frames_grey": "json_extract(frames, '$.grey')",
-    "n_probs": "json_array_length(option_probs)",
+    # a damaged row (JSON SQLite cannot read, e.g. NaN written by an older tempcore) must not fail the
+    # whole query: its parts read as NULL (frame_indices as DAMAGED), for the table to name the row
+    "frame_indices": f"CASE WHEN json_valid(frames) THEN json_extract(frames, '$.indices') "
+                     f"WHEN frames IS NOT NULL THEN '{DAMAGED}' END",
+    "frame_timestamps": "CASE WHEN json_valid(frames) THEN json_extract(frames, '$.timestamps') END",
+    "frames_requested": "CASE WHEN json_valid(frames) THEN json_extract(frames, '$.requested') END",
+    "frames_grey": "CASE WHEN json_valid(frames) THEN json_extract(frames, '$.grey') END",
+    "n_probs": "CASE WHEN json_valid(option_probs) THEN json_array_length(option_probs) END",
     "option_probs": "option_probs",
     "run_id": "run_id",
     "created_at": "created_at",
@@ -809,8 +816,29 @@ def _prediction_row(p: Prediction) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def damaged_row_error(key: Sequence[Any], what: str, store: str | os.PathLike[str] | None = None) -> StoreError:
+    """The named error of one damaged stored prediction: its key, what is wrong, and how to repair it
+    (the other rows are untouched)."""
+    b, sid, model, cond = (str(x) for x in key[:4])
+    where = f"{store}: " if store is not None else ""
+    return StoreError(
+        f"{where}stored prediction {(b, sid, model, cond)} is damaged: {what}. The other rows are intact; "
+        f"replace this one (tempcore run --recompute, or tempcore import table --overwrite) or delete it: "
+        f"sqlite3 STORE \"DELETE FROM predictions WHERE benchmark = '{b}' AND sample_id = '{sid}' "
+        f"AND model = '{model}' AND condition = '{cond}'\""
+    )
+
+
 def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
-    """A :class:`Prediction` from a row of :meth:`RunStore.prediction_rows`."""
+    """A :class:`Prediction` from a row of :meth:`RunStore.prediction_rows`; a damaged row (unreadable
+    JSON, numbers a Prediction refuses) raises :func:`damaged_row_error`'s :class:`StoreError`."""
+    try:
+        return _row_to_prediction(row)
+    except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
+        raise damaged_row_error([row[k] for k in _KEY_COLUMNS], str(exc)) from exc
+
+
+def _row_to_prediction(row: Mapping[str, Any]) -> Prediction:
     kwargs: dict[str, Any] = {}
     for c in STORE_COLUMNS:
         value = row[c.name]
@@ -837,6 +865,7 @@ __all__ = [
     "StoreCounts",
     "StoreError",
     "StoredFailure",
+    "damaged_row_error",
     "environment_info",
     "git_revision",
     "is_secret_key",

@@ -1,0 +1,86 @@
+"""Hostile rows for the run store (issue 31): numbers a prediction cannot hold refused at the door
+(``import table``), and a damaged row already in a store named, with a repair path, while the other
+rows survive."""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pytest
+
+from tempcore.records import Condition, FrameSet, Prediction
+from tempcore.run.store import RunStore, StoreError
+from tempcore.tidy.table import PredictionsTableError, import_table, predictions_table
+
+COND = Condition("uniform", k=4).key
+
+
+def prediction(sid: str, probs: tuple[float, ...] | None = (0.1, 0.6, 0.2, 0.1), **kw: object) -> Prediction:
+    return Prediction("toy", sid, "m", COND, "B", 1, 1, frames=FrameSet((0, 1), (0.0, 0.5), requested=2),
+                      option_probs=probs, target=1, **kw)  # type: ignore[arg-type]
+
+
+def store_with(path: Path, *predictions: Prediction) -> RunStore:
+    store = RunStore(path)
+    store.put(list(predictions), store.start_run({"test": True}))
+    return store
+
+
+@pytest.mark.parametrize(
+    ("probs", "message"),
+    [("[0.1, -3.0, 0.2, 0.1]", "finite numbers in \\[0, 1\\], found -3.0"),
+     ("[NaN, 0.5, 0.3, 0.2]", "finite numbers in \\[0, 1\\], found nan"),
+     ("[0.1, Infinity, 0.2, 0.1]", "found inf"),
+     ("[0.1, 1.5, 0.2, 0.1]", "found 1.5"),
+     ('[0.1, "x", 0.2, 0.1]', "")],
+)
+def test_import_table_refuses_impossible_option_probs_naming_the_row(tmp_path: Path, probs: str, message: str) -> None:
+    with store_with(tmp_path / "a.sqlite", prediction("s1"), prediction("s2")) as a:
+        table = predictions_table(a)
+    i = table.column_names.index("option_probs")
+    table = table.set_column(i, "option_probs", pa.array([table.column(i)[0].as_py(), probs]))
+    pacsv.write_csv(table, tmp_path / "t.csv")
+    with RunStore(tmp_path / "b.sqlite") as b:
+        with pytest.raises(PredictionsTableError, match=f"row 2: .*option_probs.*{message}"):
+            import_table(tmp_path / "t.csv", b)
+        assert b.counts().predictions == 0  # nothing stored, and the store reads
+        assert list(b.predictions()) == []
+
+
+def test_predictions_refuse_non_finite_numbers() -> None:
+    for bad in ({"latency_s": math.nan}, {"latency_s": -1.0}, {"probs": (0.5, math.inf)}):
+        probs = bad.pop("probs", (0.1, 0.6, 0.2, 0.1))
+        with pytest.raises(ValueError, match="must be finite|finite number"):
+            prediction("s", probs, **bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="timestamps must be finite"):
+        Prediction("toy", "s", "m", COND, "B", 1, 1, frames=FrameSet((0,), (math.nan,)))
+    assert prediction("s", (0.0, 1.0, 0.0, 0.0)).p_correct == 1.0
+
+
+@pytest.mark.parametrize(("column", "damage"), [
+    ("option_probs", "[NaN,0.5,0.3,0.2]"),  # what an older tempcore wrote: SQLite's JSON reader fails
+    ("option_probs", "[0.1,-3.0,0.2,0.1]"),  # valid JSON, not a probability: p_correct would be -3
+    ("frames", '{"indices":[0],"timestamps":[NaN],"requested":1,"grey":false}'),
+])
+def test_a_damaged_stored_row_is_a_named_error_and_the_others_survive(tmp_path: Path, column: str,
+                                                                       damage: str) -> None:
+    path = tmp_path / "s.sqlite"
+    store_with(path, prediction("s1"), prediction("s2"), prediction("s3")).close()
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"UPDATE predictions SET {column} = ? WHERE sample_id = 's2'", (damage,))
+    with RunStore(path) as store:
+        for read in (lambda: predictions_table(store), lambda: list(store.predictions())):
+            with pytest.raises(StoreError, match=r"stored prediction \('toy', 's2', 'm', .*\) is damaged") as err:
+                read()
+            assert "DELETE FROM predictions WHERE benchmark = 'toy' AND sample_id = 's2'" in str(err.value)
+        assert store.integrity_check() == "ok"
+    with sqlite3.connect(path) as conn:  # the repair the message names
+        conn.execute("DELETE FROM predictions WHERE sample_id = 's2'")
+    with RunStore(path) as store:
+        table = predictions_table(store)
+        assert table.column("sample_id").to_pylist() == ["s1", "s3"]
+        assert [p.sample_id for p in store.predictions()] == ["s1", "s3"]
