@@ -84,3 +84,29 @@ def test_a_damaged_stored_row_is_a_named_error_and_the_others_survive(tmp_path: 
         table = predictions_table(store)
         assert table.column("sample_id").to_pylist() == ["s1", "s3"]
         assert [p.sample_id for p in store.predictions()] == ["s1", "s3"]
+
+
+# --- two configurations sharing a store (item 3) -------------------------------------------------
+
+
+def test_a_key_stored_by_another_model_is_a_conflict_naming_both(tmp_path: Path) -> None:
+    from tempcore.run.store import FingerprintConflictError
+
+    with RunStore(tmp_path / "s.sqlite") as store:
+        store.put_fingerprints({"fp-mean": ("model", {"model": "zoo-mean"}), "fp-max": ("model", {"model": "zoo-max"})})
+        first, second = store.start_run({"config": 1}), store.start_run({"config": 2})
+        assert store.put([prediction("s1", model_fingerprint="fp-mean")], first) == 1
+        mine = [prediction("s2", model_fingerprint="fp-max"), prediction("s1", model_fingerprint="fp-max")]
+        with pytest.raises(FingerprintConflictError, match=r"prediction \('toy', 's1', 'm', .*\) is already stored "
+                           r"with another identity: model fingerprint fp-mean = .*zoo-mean.* \(stored by run "
+                           rf"{first}\) vs fp-max = .*zoo-max.* \(run {second}\)"):
+            store.put(mine, second)
+        assert sorted(store.stored_keys()) == [prediction("s1").key]  # nothing of the batch was stored
+        assert [p.model_fingerprint for p in store.predictions()] == ["fp-mean"]
+        # the same identity, or one not known on either side: first write wins, silently, as before
+        assert store.put([prediction("s1", model_fingerprint="fp-mean")], second) == 0
+        assert store.put([prediction("s1")], second) == 0
+        assert store.put([prediction("s1", model_fingerprint="fp-max")], second, overwrite=True) == 1
+        with pytest.raises(FingerprintConflictError, match="sample hash"):  # a repeated key within one batch
+            store.put([prediction("s3", sample_hash="a"), prediction("s3", sample_hash="b")], second)
+

@@ -173,6 +173,14 @@ class StoreError(TempcoreError):
     """The run store cannot be opened or written (names the file and the reason)."""
 
 
+class FingerprintConflictError(StoreError):
+    """A prediction's key is stored with another sample hash, model or encoder fingerprint: two
+    configurations sharing a store gave one name to two different things (names both)."""
+
+
+_IDENTITY_NAMES = ("sample hash", "model fingerprint", "encoder fingerprint")
+
+
 # --- secrets -------------------------------------------------------------------------------
 
 # is_secret_key / redact_secrets live in :mod:`tempcore.redaction` (the one redaction function);
@@ -421,10 +429,18 @@ class RunStore:
     def put(self, predictions: Sequence[Prediction], run_id: str, *, overwrite: bool = False) -> int:
         """Store one batch in one transaction; return how many rows were written.
 
-        Keys already stored are left alone (first write wins) unless ``overwrite``. A batch with a
-        non-Prediction, an unknown ``run_id`` or a malformed condition key is rejected whole.
-        Storing a prediction deletes the failure recorded for its key.
+        Keys already stored are left alone (first write wins) unless ``overwrite`` — but only over a
+        row of the same identity: a key stored with another sample hash, model or encoder fingerprint
+        (both known) raises :class:`FingerprintConflictError` naming both, and nothing of the batch is
+        stored (two configurations giving one model name to two models must not swap answers). A
+        batch with a non-Prediction, an unknown ``run_id`` or a malformed condition key is rejected
+        whole. Storing a prediction deletes the failure recorded for its key.
         """
+        return len(self.put_new(predictions, run_id, overwrite=overwrite))
+
+    def put_new(self, predictions: Sequence[Prediction], run_id: str, *, overwrite: bool = False) -> list[Prediction]:
+        """:meth:`put`, returning the predictions written (without ``overwrite``: those whose key was
+        not stored yet, the first of a key repeated in the batch)."""
         rows = []
         for p in predictions:
             if not isinstance(p, Prediction):
@@ -435,24 +451,84 @@ class RunStore:
                 raise StoreError(f"{self.path}: prediction {p.key}: bad condition key: {exc}") from exc
             rows.append(_prediction_row(p))
         if not rows:
-            return 0
+            return []
         now = _now()
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
         sql = (
             f"{verb} INTO predictions ({', '.join(_PREDICTION_COLUMNS)}, run_id, created_at) "
             f"VALUES ({', '.join('?' * (len(_PREDICTION_COLUMNS) + 2))})"
         )
+        written = list(predictions)
         with self._lock:
             self._require_run(run_id)
             with self._transaction():
-                before = self._conn.total_changes
-                self._conn.executemany(sql, [(*r, run_id, now) for r in rows])
-                written = self._conn.total_changes - before
-                self._conn.executemany(
-                    "DELETE FROM failures WHERE benchmark = ? AND sample_id = ? AND model = ? AND condition = ?",
-                    [r[:4] for r in rows],
-                )
+                if not overwrite:  # inside the write transaction: no other writer between check and write
+                    keep = self._new_rows(written, run_id)
+                    written = [written[i] for i in keep]
+                    rows = [rows[i] for i in keep]
+                if rows:
+                    self._conn.executemany(sql, [(*r, run_id, now) for r in rows])
+                    self._conn.executemany(
+                        "DELETE FROM failures WHERE benchmark = ? AND sample_id = ? AND model = ? "
+                        "AND condition = ?",
+                        [r[:4] for r in rows],
+                    )
         return written
+
+    def _new_rows(self, predictions: Sequence[Prediction], run_id: str) -> list[int]:
+        """Positions of the predictions to insert (keys not stored, first of a repeated key); raises
+        :class:`FingerprintConflictError` when a stored (or earlier) row of a key has another identity."""
+        wanted = list(dict.fromkeys(p.key for p in predictions))
+        rows = self._conn.execute(
+            """
+            SELECT CAST(j.key AS INTEGER), p.sample_hash, p.model_fingerprint, p.encoder_fingerprint, p.run_id
+            FROM json_each(?) AS j JOIN predictions AS p
+              ON p.benchmark = json_extract(j.value, '$[0]')
+             AND p.sample_id = json_extract(j.value, '$[1]')
+             AND p.model = json_extract(j.value, '$[2]')
+             AND p.condition = json_extract(j.value, '$[3]')
+            """,
+            (json.dumps(wanted),),
+        ).fetchall()
+        seen: dict[Key, tuple[tuple[str, str, str | None], str | None]] = {
+            wanted[r[0]]: ((r[1], r[2], r[3]), r[4]) for r in rows
+        }
+        keep: list[int] = []
+        for i, p in enumerate(predictions):
+            mine = (p.sample_hash, p.model_fingerprint, p.encoder_fingerprint)
+            if p.key not in seen:
+                seen[p.key] = (mine, run_id)
+                keep.append(i)
+                continue
+            theirs, their_run = seen[p.key]
+            differ = [name for name, a, b in zip(_IDENTITY_NAMES, theirs, mine) if a and b and a != b]
+            if differ:
+                raise self._conflict(p, differ, theirs, their_run, mine, run_id)
+        return keep
+
+    def _conflict(self, p: Prediction, differ: list[str], theirs: tuple[Any, ...], their_run: str | None,
+                  mine: tuple[Any, ...], run_id: str) -> FingerprintConflictError:
+        data = self._fingerprint_text([v for v in (*theirs, *mine) if v])
+        parts = []
+        for name in differ:
+            i = _IDENTITY_NAMES.index(name)
+            a, b = theirs[i], mine[i]
+            parts.append(f"{name} {a}{data.get(a, '')} (stored by run {their_run}) vs {b}{data.get(b, '')} "
+                         f"(run {run_id})")
+        return FingerprintConflictError(
+            f"{self.path}: prediction {p.key} is already stored with another identity: {'; '.join(parts)}. "
+            f"Two configurations name different models (or samples) alike in one store; nothing of this "
+            f"batch was stored. Give the model another name, or use another store"
+        )
+
+    def _fingerprint_text(self, hashes: list[str]) -> dict[str, str]:
+        """`` hash -> " = {what it stood for}"`` (short) for the hashes the store knows."""
+        if not hashes:
+            return {}
+        rows = self._conn.execute(
+            f"SELECT hash, data FROM fingerprints WHERE hash IN ({', '.join('?' * len(hashes))})", hashes
+        ).fetchall()
+        return {h: f" = {redact_text(str(d))[:160]}" for h, d in rows}
 
     def put_failures(self, failures: Iterable[Failure], run_id: str | None = None) -> int:
         """Record failed calls in one transaction; return how many were recorded.
@@ -857,6 +933,7 @@ def _row_to_prediction(row: Mapping[str, Any]) -> Prediction:
 __all__ = [
     "EXPORT_COLUMNS",
     "EXPORT_FIELDS",
+    "FingerprintConflictError",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_FILENAME",
