@@ -5,7 +5,10 @@ rows survive."""
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -110,3 +113,36 @@ def test_a_key_stored_by_another_model_is_a_conflict_naming_both(tmp_path: Path)
         with pytest.raises(FingerprintConflictError, match="sample hash"):  # a repeated key within one batch
             store.put([prediction("s3", sample_hash="a"), prediction("s3", sample_hash="b")], second)
 
+
+# --- a full disk at commit (item 4) --------------------------------------------------------------
+
+FULL_AT_COMMIT = """
+import os, resource, signal, sys
+from tempcore.records import Condition, Prediction
+from tempcore.run.store import RunStore, StoreError
+path = sys.argv[1]
+store = RunStore(path)
+run = store.start_run({})
+store._conn.execute("PRAGMA cache_size = -65536")  # nothing spills before COMMIT writes the pages
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails (EFBIG) instead of killing
+limit = max(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p)) + 4096
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+rows = [Prediction("toy", f"s{i}", "m", Condition("uniform", k=4).key, "x" * 2000, 1, 1) for i in range(500)]
+try:
+    store.put(rows, run)
+except StoreError as exc:
+    print("StoreError:", exc)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_FSIZE / SIGXFSZ")
+def test_a_write_failing_at_commit_names_the_write_error_not_the_rollback(tmp_path: Path) -> None:
+    path = tmp_path / "s.sqlite"
+    done = subprocess.run([sys.executable, "-c", FULL_AT_COMMIT, str(path)], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "cannot rollback" not in done.stdout + done.stderr
+    assert re.search(r"StoreError: .*s\.sqlite: commit failed, nothing stored: (disk I/O error|database or disk is "
+                     r"full)", done.stdout), done.stdout
+    with RunStore(path) as store:
+        assert store.counts().predictions == 0 and store.integrity_check() == "ok"

@@ -822,13 +822,22 @@ class _Transaction:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as err:
-                conn.execute("ROLLBACK")
-                raise StoreError(f"{self.store.path}: commit failed: {err}") from err
+                _rollback(conn)  # SQLite may have rolled back already (disk full, I/O error)
+                raise StoreError(f"{self.store.path}: commit failed, nothing stored: {err}") from err
         else:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _rollback(conn)
             if isinstance(exc, sqlite3.Error):  # disk full, read-only file, I/O error ...
                 raise StoreError(f"{self.store.path}: write failed, nothing stored: {exc}") from exc
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already; a failing rollback never masks the
+    error that led to it."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 def _where(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
