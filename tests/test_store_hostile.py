@@ -146,3 +146,21 @@ def test_a_write_failing_at_commit_names_the_write_error_not_the_rollback(tmp_pa
                      r"full)", done.stdout), done.stdout
     with RunStore(path) as store:
         assert store.counts().predictions == 0 and store.integrity_check() == "ok"
+
+
+# --- another writer stored the same rows first (item 10) -----------------------------------------
+
+
+def test_rows_another_writer_stored_first_are_not_counted_in_the_summary(tmp_path: Path) -> None:
+    from tempcore.run.answering import commit
+    from tempcore.run.executor import ModelSummary
+    from tempcore.run.predictions import Answered
+
+    rows = [prediction(f"s{i}", model_fingerprint="fp") for i in range(4)]
+    with RunStore(tmp_path / "s.sqlite") as store:
+        other, mine = store.start_run({"writer": 1}), store.start_run({"writer": 2})
+        store.put(rows[:3], other)  # stored meanwhile by another process
+        summary = ModelSummary("m", planned=4)
+        commit(store, mine, Answered((), tuple(rows)), summary)
+        assert (summary.done, summary.discarded, summary.correct) == (1, 3, 1)
+        assert summary.correct <= summary.done
