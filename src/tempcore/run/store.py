@@ -52,12 +52,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tempcore._version import __version__
-from tempcore.errors import TempcoreError
-from tempcore.records import Condition, Failure, FrameSet, Prediction
+from tempcore.records import Condition, Failure, Prediction
 from tempcore.redaction import REDACTED as REDACTED
 from tempcore.redaction import is_secret_key, redact_secrets, redact_text
 from tempcore.run.environment import environment_info, git_revision
-from tempcore.tidy.schema import KEY_COLUMNS, PASSTHROUGH, STORE_COLUMNS, predictions_ddl, store_column_names
+from tempcore.run.store_rows import (
+    _IDENTITY_NAMES,
+    FingerprintConflictError,
+    FloatText,
+    StoreError,
+    _prediction_row,
+    damaged_row_error,
+    frames_json,
+    row_to_prediction,
+)
+from tempcore.tidy.schema import KEY_COLUMNS, PASSTHROUGH, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
@@ -169,16 +178,6 @@ def _migrate_v2_to_v3(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
 
 
-class StoreError(TempcoreError):
-    """The run store cannot be opened or written (names the file and the reason)."""
-
-
-class FingerprintConflictError(StoreError):
-    """A prediction's key is stored with another sample hash, model or encoder fingerprint: two
-    configurations sharing a store gave one name to two different things (names both)."""
-
-
-_IDENTITY_NAMES = ("sample hash", "model fingerprint", "encoder fingerprint")
 
 
 # --- secrets -------------------------------------------------------------------------------
@@ -858,91 +857,11 @@ def _where(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-class FloatText(dict[float, str]):
-    """``float -> repr(float)``, filled on first use: :func:`frames_json` of many FrameSets of the
-    same videos (the identity check's) formats each timestamp once."""
-
-    def __missing__(self, value: float) -> str:
-        text = self[value] = repr(value)
-        return text
-
-
-def frames_json(f: FrameSet, floats: FloatText | None = None) -> str:
-    """The stored ``frames`` JSON of a FrameSet (compact, keys in this order). Built by hand, byte
-    for byte what ``json.dumps({"indices": .., "timestamps": .., "requested": .., "grey": ..},
-    separators=(",", ":"))`` gives, about 4x faster (the run's identity check builds one per stored
-    key; ``floats`` memoises the timestamps' text across calls); a timestamp that JSON cannot hold
-    (NaN, inf) goes through :func:`json.dumps` as before."""
-    stamps = ",".join(map(repr if floats is None else floats.__getitem__, f.timestamps))
-    if "n" not in stamps:  # finite floats repr as JSON does (digits, '.', 'e', '-'); nan / inf have an 'n'
-        return (f'{{"indices":[{",".join(map(str, f.indices))}],"timestamps":[{stamps}],'
-                f'"requested":{int(f.requested)},"grey":{"true" if f.grey else "false"}}}')
-    data = {"indices": list(f.indices), "timestamps": list(f.timestamps), "requested": f.requested, "grey": f.grey}
-    return json.dumps(data, separators=(",", ":"))
-
-
-_frames_json = frames_json  # its old private name
-
-
-def _prediction_row(p: Prediction) -> tuple[Any, ...]:
-    """The store row of ``p``, in :data:`tempcore.tidy.schema.STORE_COLUMNS` order."""
-    out = []
-    for c in STORE_COLUMNS:
-        value = getattr(p, c.name)
-        if c.name == "frames":
-            value = None if value is None else _frames_json(value)
-        elif c.name == "option_probs":
-            value = None if value is None else json.dumps(list(value), separators=(",", ":"))
-        elif c.name == "correct":
-            value = int(value)
-        elif c.name == "latency_s":
-            value = float(value)
-        out.append(value)
-    return tuple(out)
-
-
-def damaged_row_error(key: Sequence[Any], what: str, store: str | os.PathLike[str] | None = None) -> StoreError:
-    """The named error of one damaged stored prediction: its key, what is wrong, and how to repair it
-    (the other rows are untouched)."""
-    b, sid, model, cond = (str(x) for x in key[:4])
-    where = f"{store}: " if store is not None else ""
-    return StoreError(
-        f"{where}stored prediction {(b, sid, model, cond)} is damaged: {what}. The other rows are intact; "
-        f"replace this one (tempcore run --recompute, or tempcore import table --overwrite) or delete it: "
-        f"sqlite3 STORE \"DELETE FROM predictions WHERE benchmark = '{b}' AND sample_id = '{sid}' "
-        f"AND model = '{model}' AND condition = '{cond}'\""
-    )
-
-
-def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
-    """A :class:`Prediction` from a row of :meth:`RunStore.prediction_rows`; a damaged row (unreadable
-    JSON, numbers a Prediction refuses) raises :func:`damaged_row_error`'s :class:`StoreError`."""
-    try:
-        return _row_to_prediction(row)
-    except (ValueError, TypeError) as exc:  # json.JSONDecodeError is a ValueError
-        raise damaged_row_error([row[k] for k in _KEY_COLUMNS], str(exc)) from exc
-
-
-def _row_to_prediction(row: Mapping[str, Any]) -> Prediction:
-    kwargs: dict[str, Any] = {}
-    for c in STORE_COLUMNS:
-        value = row[c.name]
-        if c.name == "frames":
-            value = None if value is None else FrameSet.from_dict(json.loads(value))
-        elif c.name == "option_probs":
-            value = None if value is None else tuple(float(x) for x in json.loads(value))
-        elif c.name == "correct":
-            value = int(value)
-        elif c.name == "latency_s":
-            value = float(value)
-        kwargs[c.name] = value
-    return Prediction(**kwargs)
-
-
 __all__ = [
     "EXPORT_COLUMNS",
     "EXPORT_FIELDS",
     "FingerprintConflictError",
+    "FloatText",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_FILENAME",
@@ -953,6 +872,7 @@ __all__ = [
     "StoredFailure",
     "damaged_row_error",
     "environment_info",
+    "frames_json",
     "git_revision",
     "is_secret_key",
     "redact_secrets",
