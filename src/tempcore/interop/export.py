@@ -224,15 +224,9 @@ def _sha256(path: Path) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    from tempcore.tidy.formats import atomic_write
+
+    return atomic_write(path, data)
 
 
 def _json_safe(value: Any) -> Any:
@@ -270,14 +264,10 @@ def _write_parquet(path: Path, records: list[dict[str, Any]]) -> Path:
         ("fss", pa.float64()), ("lis", pa.float64()), ("fss_category", pa.string()), ("category", pa.string()),
     ])
     table = pa.Table.from_pylist([_flat(r) for r in records], schema=schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from tempcore.tidy.formats import atomic_output
+
+    with atomic_output(path) as fh:
+        pq.write_table(table, fh)
     return path
 
 

@@ -6,11 +6,13 @@ pyarrow is imported inside the functions.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -70,6 +72,60 @@ def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any
     return n
 
 
+#: the longest part of an output's name its temporary file's name repeats (a name over 255 bytes
+#: cannot be a file name; a temporary one must stay shorter than its target's)
+_TMP_NAME_CHARS = 64
+
+
+def _tmp_prefix(target: Path) -> str:
+    return f".{target.name[:_TMP_NAME_CHARS]}."
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Write ``path`` atomically: a binary file opened in the same folder (``.<name>.<pid>.<random>.tmp``),
+    flushed and fsynced, then renamed over ``path`` (and the folder fsynced). A kill or a full disk
+    leaves the old file (or none), never a partial one; the rename replaces a symlink planted at
+    ``path`` instead of writing through it. The temporary file is removed on any error. The one output
+    writer of tempcore."""
+    import tempfile
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_tmp_prefix(target)}{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would change what others may read
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself durable (not every file system allows it)
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` with :func:`atomic_output`; return the path."""
+    with atomic_output(path) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
+
+
 def write_batches(
     batches: Iterable[pa.RecordBatch],
     schema: pa.Schema,
@@ -88,15 +144,8 @@ def write_batches(
         return _write_stream(batches, schema, path, format)
     target = Path(path)
     fmt = infer_format(target, format)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            n = _write_stream(batches, schema, fh, fmt)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_output(target) as fh:
+        n = _write_stream(batches, schema, fh, fmt)
     return n
 
 
