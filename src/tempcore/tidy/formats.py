@@ -81,6 +81,38 @@ def _tmp_prefix(target: Path) -> str:
     return f".{target.name[:_TMP_NAME_CHARS]}."
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # another user's process: alive
+    return True
+
+
+def clean_stale_tmp(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files :func:`atomic_output` left beside ``target`` when its writer was
+    killed (``.<name>.<pid>.<random>.tmp`` of a process that no longer runs); return them. Those of
+    a live writer (another process exporting now) stay."""
+    target = Path(target)
+    removed = []
+    prefix = _tmp_prefix(target)
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return []
+    for name in names:
+        pid = name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            try:
+                os.unlink(target.parent / name)
+                removed.append(target.parent / name)
+            except OSError:
+                pass
+    return removed
+
+
 @functools.lru_cache(maxsize=1)
 def _umask() -> int:
     mask = os.umask(0o022)
@@ -93,12 +125,13 @@ def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
     """Write ``path`` atomically: a binary file opened in the same folder (``.<name>.<pid>.<random>.tmp``),
     flushed and fsynced, then renamed over ``path`` (and the folder fsynced). A kill or a full disk
     leaves the old file (or none), never a partial one; the rename replaces a symlink planted at
-    ``path`` instead of writing through it. The temporary file is removed on any error. The one output
-    writer of tempcore."""
+    ``path`` instead of writing through it. Temporary files of killed writers are removed first
+    (:func:`clean_stale_tmp`); this one is removed on any error. The one output writer of tempcore."""
     import tempfile
 
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_tmp(target)
     fd, tmp = tempfile.mkstemp(prefix=f"{_tmp_prefix(target)}{os.getpid()}.", suffix=".tmp", dir=target.parent)
     try:
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would change what others may read
