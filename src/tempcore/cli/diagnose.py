@@ -66,13 +66,13 @@ def _write_samples_csv(path: Path, samples: list[dict[str, Any]]) -> None:
     import csv
     import io
 
-    from tempcore.tidy.formats import atomic_output
+    from tempcore.tidy.formats import atomic_output, spreadsheet_safe
 
     with atomic_output(path) as raw:
         fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
         w = csv.DictWriter(fh, fieldnames=["benchmark", "sample_id", "fss", "lis", "fss_category", "category"])
         w.writeheader()
-        w.writerows(samples)
+        w.writerows({k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()} for row in samples)
         fh.flush()
         fh.detach()  # atomic_output closes the file itself
 

@@ -48,6 +48,32 @@ def infer_format(path: str | os.PathLike[str], format: str | None = None) -> str
     return _SUFFIXES[suffix]
 
 
+#: a CSV cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return
+#: first), after any single quotes: written with one more ``'`` in front (as OWASP's spreadsheet-safe
+#: CSV does), which :func:`_read_raw_unchecked` takes off again, so a CSV export round-trips exactly
+_FORMULA = r"^('*[=+\-@\t\r])"
+_ESCAPED_FORMULA = r"^'('*[=+\-@\t\r])"
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs as a formula (see :data:`_FORMULA`)."""
+    return "'" + text if re.match(_FORMULA, text) else text
+
+
+def _csv_cells(batch: pa.RecordBatch, escape: bool) -> pa.RecordBatch:
+    """The string columns of ``batch`` with formulas neutralised (``escape``) or restored."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for col in batch.columns:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            col = (pc.replace_substring_regex(col, _FORMULA, "'\\1", max_replacements=1) if escape
+                   else pc.replace_substring_regex(col, _ESCAPED_FORMULA, "\\1", max_replacements=1))
+        columns.append(col)
+    return pa.record_batch(columns, schema=batch.schema)
+
+
 def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any, fmt: str) -> int:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -61,7 +87,7 @@ def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any
     elif fmt == "csv":
         with pacsv.CSVWriter(out, schema) as writer:
             for batch in batches:
-                writer.write_batch(batch)
+                writer.write_batch(_csv_cells(batch, escape=True))
                 n += batch.num_rows
     else:
         for batch in batches:
@@ -270,6 +296,13 @@ def _check_utf8(path: Path, data: bytes) -> None:
         ) from None
 
 
+def _unescaped(table: pa.Table) -> pa.Table:
+    """A CSV table's formula cells as they were before :func:`_csv_cells` neutralised them."""
+    import pyarrow as pa
+
+    return pa.Table.from_batches([_csv_cells(b, escape=False) for b in table.to_batches()], schema=table.schema)
+
+
 def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -284,7 +317,7 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
             _check_utf8(path, data)
             header = data.split(b"\n", 1)[0].decode("utf-8").strip().split(",")
             types = {name.strip('"'): pa.string() for name in header if name.strip('"') in _STRING_COLUMNS}
-            return pacsv.read_csv(
+            return _unescaped(pacsv.read_csv(
                 pa.BufferReader(data),
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
                 # only an unquoted empty field is null: the writer quotes every string, so
@@ -295,7 +328,7 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
                     strings_can_be_null=True,
                     quoted_strings_can_be_null=False,
                 ),
-            )
+            ))
         data = path.read_bytes()
         _check_jsonl(path, data)
         try:
