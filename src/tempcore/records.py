@@ -264,6 +264,31 @@ strategy registry of :mod:`tempcore.selection` holds them and any a user's packa
 ``tests/test_kernel.py`` checks they agree)."""
 
 
+def _number_in(value: Any, low: float, high: float) -> bool:
+    """Is ``value`` a finite number (not text, not a bool) in [low, high]?"""
+    if isinstance(value, (bool, str, bytes)):
+        return False
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(x) and low <= x <= high
+
+
+def option_probs_problem(probs: Any) -> str | None:
+    """What is wrong with ``probs`` as a prediction's ``option_probs`` (None: nothing, or no probs):
+    a list of finite numbers in [0, 1]. Their sum is not checked: stored and imported rows have never
+    been required to sum to 1 (tables made elsewhere round, truncate to the top options ...)."""
+    if probs is None:
+        return None
+    if not isinstance(probs, (list, tuple)):
+        return f"option_probs must be a list of numbers, not {probs!r}"
+    bad = [x for x in probs if not _number_in(x, 0.0, 1.0)]
+    if bad:
+        return f"option_probs must be finite numbers in [0, 1], found {bad[0]!r} in {list(probs)!r}"
+    return None
+
+
 @dataclass(frozen=True)
 class Prediction(_Record):
     """A model's stored answer for (benchmark, sample_id, model, condition).
@@ -321,6 +346,7 @@ class Prediction(_Record):
 
     def __post_init__(self) -> None:
         self._check_grounding()
+        self._check_numbers()
         if self.n_frames is not None and (isinstance(self.n_frames, bool) or not isinstance(self.n_frames, int)
                                           or self.n_frames < 0):
             raise ValueError(f"prediction {self.key}: n_frames must be a non-negative int, not {self.n_frames!r}")
@@ -332,6 +358,18 @@ class Prediction(_Record):
             raise ValueError(
                 f"prediction {self.key}: correct={self.correct} contradicts answer {self.answer} / target {self.target}"
             )
+
+    def _check_numbers(self) -> None:
+        """``latency_s`` a finite number >= 0; the frames' timestamps finite; ``option_probs`` finite
+        numbers in [0, 1] (:func:`option_probs_problem`)."""
+        if not _number_in(self.latency_s, 0.0, math.inf):
+            raise ValueError(f"prediction {self.key}: latency_s must be a finite number >= 0, not {self.latency_s!r}")
+        if self.frames is not None and not all(map(math.isfinite, self.frames.timestamps)):
+            raise ValueError(f"prediction {self.key}: frame timestamps must be finite seconds, not "
+                             f"{list(self.frames.timestamps)[:10]!r}")
+        problem = option_probs_problem(self.option_probs)
+        if problem:
+            raise ValueError(f"prediction {self.key}: {problem}")
 
     @property
     def is_grounding(self) -> bool:

@@ -14,6 +14,7 @@ from tempcore.cli._common import (
     diagnose_args,
     read_predictions_arg,
 )
+from tempcore.tidy.formats import atomic_write
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
         d, lambda models: diagnose_args(encoded, argparse.Namespace(**{**vars(args), "models": models})))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "diagnosis.json").write_text(json.dumps(result, indent=1))
+        atomic_write(args.out / "diagnosis.json", json.dumps(result, indent=1))
         _write_samples_csv(args.out / "samples.csv", result["samples"])
     if args.json:
         json.dump(result, sys.stdout)
@@ -75,11 +76,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_samples_csv(path: Path, samples: list[dict[str, Any]]) -> None:
     import csv
+    import io
 
-    with path.open("w", newline="") as fh:
+    from tempcore.tidy.formats import atomic_output, spreadsheet_safe
+
+    with atomic_output(path) as raw:
+        fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
         w = csv.DictWriter(fh, fieldnames=["benchmark", "sample_id", "fss", "lis", "fss_category", "category"])
         w.writeheader()
-        w.writerows(samples)
+        w.writerows({k: spreadsheet_safe(v) if isinstance(v, str) else v for k, v in row.items()} for row in samples)
+        fh.flush()
+        fh.detach()  # atomic_output closes the file itself
 
 
 def format_summary(benchmarks: dict[str, dict[str, Any]], params: dict[str, Any]) -> str:

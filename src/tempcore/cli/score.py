@@ -102,10 +102,15 @@ def _output(path: str) -> Iterator[IO[str]]:
         yield sys.stdout
         sys.stdout.flush()
         return
-    out = Path(path).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8") as f:
+    import io
+
+    from tempcore.tidy.formats import atomic_output
+
+    with atomic_output(Path(path).expanduser()) as raw:  # a killed run leaves no partial file
+        f = io.TextIOWrapper(raw, encoding="utf-8")
         yield f
+        f.flush()
+        f.detach()
 
 
 def score_command(args: argparse.Namespace) -> int:

@@ -208,11 +208,20 @@ def _condition_key(row: Mapping[str, Any]) -> str:
 
 
 def slug(benchmark: str) -> str:
-    """A file- and task-name-safe form of a benchmark name (lower case, ``[a-z0-9_]``)."""
+    """A file- and task-name-safe form of a benchmark name (lower case, ``[a-z0-9_]``); a name longer
+    than :data:`SLUG_CHARS` is cut and ends in 8 hex digits of its hash (a file name has at most 255
+    bytes), so two long names that differ late still get two slugs."""
     text = re.sub(r"[^a-z0-9_]+", "_", benchmark.lower()).strip("_")
     if not text:
-        raise ExportError(f"benchmark name {benchmark!r} has no letters or digits to name its files")
+        raise ExportError(f"benchmark name {benchmark[:100]!r} has no letters or digits to name its files")
+    if len(text) > SLUG_CHARS:
+        digest = hashlib.sha256(benchmark.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        text = f"{text[:SLUG_CHARS - 9].rstrip('_')}_{digest}"
     return text
+
+
+#: the longest slug (:func:`slug`): ``tempcore_<slug>.parquet`` stays far below 255 bytes
+SLUG_CHARS = 100
 
 
 def _sha256(path: Path) -> str:
@@ -224,15 +233,9 @@ def _sha256(path: Path) -> str:
 
 
 def _atomic_write(path: Path, data: bytes) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
-    return path
+    from tempcore.tidy.formats import atomic_write
+
+    return atomic_write(path, data)
 
 
 def _json_safe(value: Any) -> Any:
@@ -270,14 +273,10 @@ def _write_parquet(path: Path, records: list[dict[str, Any]]) -> Path:
         ("fss", pa.float64()), ("lis", pa.float64()), ("fss_category", pa.string()), ("category", pa.string()),
     ])
     table = pa.Table.from_pylist([_flat(r) for r in records], schema=schema)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    from tempcore.tidy.formats import atomic_output
+
+    with atomic_output(path) as fh:
+        pq.write_table(table, fh)
     return path
 
 

@@ -43,6 +43,7 @@ from tempcore.report.catalogue import (
 )
 from tempcore.report.grounding import ANALYSES as GROUNDING_ANALYSES
 from tempcore.report.types import FigureItem, Report, Section, TableItem
+from tempcore.tidy.formats import atomic_write
 
 for _entry in GROUNDING_ANALYSES:  # the grounding analyses follow the catalogue's built-ins
     register_analysis(_entry)
@@ -335,13 +336,13 @@ def write_report(report: Report, out_dir: str | Path, *, plots_folder: bool = Tr
         for i, fig in enumerate(report.figures):
             name = f"{i:02d}_{_safe(fig.key)}.svg"
             svg = fig.svg.replace("<svg ", '<svg xmlns="http://www.w3.org/2000/svg" ', 1)
-            (folder / name).write_text(svg, encoding="utf-8")
+            atomic_write(folder / name, svg)
             figure_files[fig.key] = f"plots/{name}"
             written.append(folder / name)
     md = out / "report.md"
-    md.write_text(render_markdown(report, figure_files), encoding="utf-8")
+    atomic_write(md, render_markdown(report, figure_files))
     html_path = out / "report.html"
-    html_path.write_text(render_html(report), encoding="utf-8")
+    atomic_write(html_path, render_html(report))
     return [md, html_path, *written]
 
 

@@ -379,20 +379,21 @@ def commit(
             fails.append(out)
         else:
             (again if out.key in replace else fresh).append(out)
+    stored: list[Prediction] = []  # what this run wrote: a row another writer stored first is not counted
     if answered.asked:
-        written = store.put(fresh, run_id)
+        stored = store.put_new(fresh, run_id)
         replaced = store.put(again, run_id, overwrite=True) if again else 0
     else:
-        written = replaced = 0
+        replaced = 0
     if fails:
         store.put_failures(fails, run_id)
-    summary.done += written + replaced
+    summary.done += len(stored) + replaced
     summary.replaced += replaced
-    summary.discarded += len(fresh) - written
+    summary.discarded += len(fresh) - len(stored)
     summary.failed += len(fails)
     summary.parse_failures += sum(p.parse_error is not None or (p.answer is None and p.pred_start is None)
-                                  for p in (*fresh, *again))
-    summary.correct += sum(p.correct for p in (*fresh, *again))
+                                  for p in (*stored, *again))
+    summary.correct += sum(p.correct for p in (*stored, *again))
 
 
 def bar(total: int, desc: str, enabled: bool) -> Any:

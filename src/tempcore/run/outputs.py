@@ -109,11 +109,9 @@ def _write_summary(out: Path, result: RunSummary, totals: dict[str, int]) -> Non
 
 
 def _atomic_json(path: Path, data: Any) -> None:
-    import os
+    from tempcore.tidy.formats import atomic_write
 
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=1))
 
 
 def _export(store: Any, samples: list[Sample], out: Path) -> str | None:

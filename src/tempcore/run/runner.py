@@ -550,10 +550,10 @@ def _store_baseline(
     from tempcore.run.baseline import RETRIEVAL_MODEL
 
     summary = ModelSummary(RETRIEVAL_MODEL, planned=len(baseline), stored_before=len(baseline) - len(todo) - len(again))
-    written = store.put(todo, run_id)
+    stored = store.put_new(todo, run_id)  # a row another writer stored first is not counted as this run's
     replaced = store.put(again, run_id, overwrite=True) if again else 0
-    summary.done, summary.replaced, summary.discarded = written + replaced, replaced, len(todo) - written
-    summary.correct = sum(p.correct for p in (*todo, *again))
+    summary.done, summary.replaced, summary.discarded = len(stored) + replaced, replaced, len(todo) - len(stored)
+    summary.correct = sum(p.correct for p in (*stored, *again))
     summary.seconds = sum(p.latency_s for p in (*todo, *again))
     log(f"model {RETRIEVAL_MODEL} (frame-level retrieval baseline, no model call): {len(todo) + len(again)} "
         f"window(s) stored of {len(baseline)}")

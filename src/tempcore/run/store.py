@@ -52,12 +52,21 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from tempcore._version import __version__
-from tempcore.errors import TempcoreError
-from tempcore.records import Condition, Failure, FrameSet, Prediction
+from tempcore.records import Condition, Failure, Prediction
 from tempcore.redaction import REDACTED as REDACTED
 from tempcore.redaction import is_secret_key, redact_secrets, redact_text
 from tempcore.run.environment import environment_info, git_revision
-from tempcore.tidy.schema import KEY_COLUMNS, PASSTHROUGH, STORE_COLUMNS, predictions_ddl, store_column_names
+from tempcore.run.store_rows import (
+    _IDENTITY_NAMES,
+    FingerprintConflictError,
+    FloatText,
+    StoreError,
+    _prediction_row,
+    damaged_row_error,
+    frames_json,
+    row_to_prediction,
+)
+from tempcore.tidy.schema import KEY_COLUMNS, PASSTHROUGH, predictions_ddl, store_column_names
 
 Key = tuple[str, str, str, str]
 """(benchmark, sample_id, model, condition key)."""
@@ -69,15 +78,22 @@ _KEY_COLUMNS = KEY_COLUMNS
 _PREDICTION_COLUMNS = store_column_names()
 _COUNT_FIELDS = (*_KEY_COLUMNS, "answer_method", "run_id", "correct", "model_fingerprint", "sample_hash")
 
+#: what :meth:`RunStore.export_rows` reads as ``frame_indices`` of a row whose ``frames`` JSON SQLite
+#: cannot read (the table names the row: :func:`damaged_row_error`)
+DAMAGED = "<damaged>"
+
 # What the tidy export reads of each prediction (RunStore.export_rows), in this order.
 EXPORT_FIELDS: tuple[str, ...] = (*KEY_COLUMNS, *(n for n in PASSTHROUGH if n not in KEY_COLUMNS))
 _EXPORT_DERIVED_SQL = {
     "parse_error": "parse_error",
-    "frame_indices": "json_extract(frames, '$.indices')",
-    "frame_timestamps": "json_extract(frames, '$.timestamps')",
-    "frames_requested": "json_extract(frames, '$.requested')",
-    "frames_grey": "json_extract(frames, '$.grey')",
-    "n_probs": "json_array_length(option_probs)",
+    # a damaged row (JSON SQLite cannot read, e.g. NaN written by an older tempcore) must not fail the
+    # whole query: its parts read as NULL (frame_indices as DAMAGED), for the table to name the row
+    "frame_indices": f"CASE WHEN json_valid(frames) THEN json_extract(frames, '$.indices') "
+                     f"WHEN frames IS NOT NULL THEN '{DAMAGED}' END",
+    "frame_timestamps": "CASE WHEN json_valid(frames) THEN json_extract(frames, '$.timestamps') END",
+    "frames_requested": "CASE WHEN json_valid(frames) THEN json_extract(frames, '$.requested') END",
+    "frames_grey": "CASE WHEN json_valid(frames) THEN json_extract(frames, '$.grey') END",
+    "n_probs": "CASE WHEN json_valid(option_probs) THEN json_array_length(option_probs) END",
     "option_probs": "option_probs",
     "run_id": "run_id",
     "created_at": "created_at",
@@ -162,8 +178,6 @@ def _migrate_v2_to_v3(conn: sqlite3.Connection) -> None:
 MIGRATIONS: dict[int, Callable[[sqlite3.Connection], None]] = {1: _migrate_v1_to_v2, 2: _migrate_v2_to_v3}
 
 
-class StoreError(TempcoreError):
-    """The run store cannot be opened or written (names the file and the reason)."""
 
 
 # --- secrets -------------------------------------------------------------------------------
@@ -414,10 +428,18 @@ class RunStore:
     def put(self, predictions: Sequence[Prediction], run_id: str, *, overwrite: bool = False) -> int:
         """Store one batch in one transaction; return how many rows were written.
 
-        Keys already stored are left alone (first write wins) unless ``overwrite``. A batch with a
-        non-Prediction, an unknown ``run_id`` or a malformed condition key is rejected whole.
-        Storing a prediction deletes the failure recorded for its key.
+        Keys already stored are left alone (first write wins) unless ``overwrite`` — but only over a
+        row of the same identity: a key stored with another sample hash, model or encoder fingerprint
+        (both known) raises :class:`FingerprintConflictError` naming both, and nothing of the batch is
+        stored (two configurations giving one model name to two models must not swap answers). A
+        batch with a non-Prediction, an unknown ``run_id`` or a malformed condition key is rejected
+        whole. Storing a prediction deletes the failure recorded for its key.
         """
+        return len(self.put_new(predictions, run_id, overwrite=overwrite))
+
+    def put_new(self, predictions: Sequence[Prediction], run_id: str, *, overwrite: bool = False) -> list[Prediction]:
+        """:meth:`put`, returning the predictions written (without ``overwrite``: those whose key was
+        not stored yet, the first of a key repeated in the batch)."""
         rows = []
         for p in predictions:
             if not isinstance(p, Prediction):
@@ -428,24 +450,84 @@ class RunStore:
                 raise StoreError(f"{self.path}: prediction {p.key}: bad condition key: {exc}") from exc
             rows.append(_prediction_row(p))
         if not rows:
-            return 0
+            return []
         now = _now()
         verb = "INSERT OR REPLACE" if overwrite else "INSERT OR IGNORE"
         sql = (
             f"{verb} INTO predictions ({', '.join(_PREDICTION_COLUMNS)}, run_id, created_at) "
             f"VALUES ({', '.join('?' * (len(_PREDICTION_COLUMNS) + 2))})"
         )
+        written = list(predictions)
         with self._lock:
             self._require_run(run_id)
             with self._transaction():
-                before = self._conn.total_changes
-                self._conn.executemany(sql, [(*r, run_id, now) for r in rows])
-                written = self._conn.total_changes - before
-                self._conn.executemany(
-                    "DELETE FROM failures WHERE benchmark = ? AND sample_id = ? AND model = ? AND condition = ?",
-                    [r[:4] for r in rows],
-                )
+                if not overwrite:  # inside the write transaction: no other writer between check and write
+                    keep = self._new_rows(written, run_id)
+                    written = [written[i] for i in keep]
+                    rows = [rows[i] for i in keep]
+                if rows:
+                    self._conn.executemany(sql, [(*r, run_id, now) for r in rows])
+                    self._conn.executemany(
+                        "DELETE FROM failures WHERE benchmark = ? AND sample_id = ? AND model = ? "
+                        "AND condition = ?",
+                        [r[:4] for r in rows],
+                    )
         return written
+
+    def _new_rows(self, predictions: Sequence[Prediction], run_id: str) -> list[int]:
+        """Positions of the predictions to insert (keys not stored, first of a repeated key); raises
+        :class:`FingerprintConflictError` when a stored (or earlier) row of a key has another identity."""
+        wanted = list(dict.fromkeys(p.key for p in predictions))
+        rows = self._conn.execute(
+            """
+            SELECT CAST(j.key AS INTEGER), p.sample_hash, p.model_fingerprint, p.encoder_fingerprint, p.run_id
+            FROM json_each(?) AS j JOIN predictions AS p
+              ON p.benchmark = json_extract(j.value, '$[0]')
+             AND p.sample_id = json_extract(j.value, '$[1]')
+             AND p.model = json_extract(j.value, '$[2]')
+             AND p.condition = json_extract(j.value, '$[3]')
+            """,
+            (json.dumps(wanted),),
+        ).fetchall()
+        seen: dict[Key, tuple[tuple[str, str, str | None], str | None]] = {
+            wanted[r[0]]: ((r[1], r[2], r[3]), r[4]) for r in rows
+        }
+        keep: list[int] = []
+        for i, p in enumerate(predictions):
+            mine = (p.sample_hash, p.model_fingerprint, p.encoder_fingerprint)
+            if p.key not in seen:
+                seen[p.key] = (mine, run_id)
+                keep.append(i)
+                continue
+            theirs, their_run = seen[p.key]
+            differ = [name for name, a, b in zip(_IDENTITY_NAMES, theirs, mine) if a and b and a != b]
+            if differ:
+                raise self._conflict(p, differ, theirs, their_run, mine, run_id)
+        return keep
+
+    def _conflict(self, p: Prediction, differ: list[str], theirs: tuple[Any, ...], their_run: str | None,
+                  mine: tuple[Any, ...], run_id: str) -> FingerprintConflictError:
+        data = self._fingerprint_text([v for v in (*theirs, *mine) if v])
+        parts = []
+        for name in differ:
+            i = _IDENTITY_NAMES.index(name)
+            a, b = theirs[i], mine[i]
+            parts.append(f"{name} {a}{data.get(a, '')} (stored by run {their_run}) vs {b}{data.get(b, '')} "
+                         f"(run {run_id})")
+        return FingerprintConflictError(
+            f"{self.path}: prediction {p.key} is already stored with another identity: {'; '.join(parts)}. "
+            f"Two configurations name different models (or samples) alike in one store; nothing of this "
+            f"batch was stored. Give the model another name, or use another store"
+        )
+
+    def _fingerprint_text(self, hashes: list[str]) -> dict[str, str]:
+        """`` hash -> " = {what it stood for}"`` (short) for the hashes the store knows."""
+        if not hashes:
+            return {}
+        rows = self._conn.execute(
+            f"SELECT hash, data FROM fingerprints WHERE hash IN ({', '.join('?' * len(hashes))})", hashes
+        ).fetchall()
+        return {h: f" = {redact_text(str(d))[:160]}" for h, d in rows}
 
     def put_failures(self, failures: Iterable[Failure], run_id: str | None = None) -> int:
         """Record failed calls in one transaction; return how many were recorded.
@@ -739,13 +821,22 @@ class _Transaction:
             try:
                 conn.execute("COMMIT")
             except sqlite3.Error as err:
-                conn.execute("ROLLBACK")
-                raise StoreError(f"{self.store.path}: commit failed: {err}") from err
+                _rollback(conn)  # SQLite may have rolled back already (disk full, I/O error)
+                raise StoreError(f"{self.store.path}: commit failed, nothing stored: {err}") from err
         else:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
+            _rollback(conn)
             if isinstance(exc, sqlite3.Error):  # disk full, read-only file, I/O error ...
                 raise StoreError(f"{self.store.path}: write failed, nothing stored: {exc}") from exc
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back the open transaction, if SQLite has not already; a failing rollback never masks the
+    error that led to it."""
+    if conn.in_transaction:
+        try:
+            conn.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
 
 
 def _where(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
@@ -766,69 +857,11 @@ def _where(filters: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
 
-class FloatText(dict[float, str]):
-    """``float -> repr(float)``, filled on first use: :func:`frames_json` of many FrameSets of the
-    same videos (the identity check's) formats each timestamp once."""
-
-    def __missing__(self, value: float) -> str:
-        text = self[value] = repr(value)
-        return text
-
-
-def frames_json(f: FrameSet, floats: FloatText | None = None) -> str:
-    """The stored ``frames`` JSON of a FrameSet (compact, keys in this order). Built by hand, byte
-    for byte what ``json.dumps({"indices": .., "timestamps": .., "requested": .., "grey": ..},
-    separators=(",", ":"))`` gives, about 4x faster (the run's identity check builds one per stored
-    key; ``floats`` memoises the timestamps' text across calls); a timestamp that JSON cannot hold
-    (NaN, inf) goes through :func:`json.dumps` as before."""
-    stamps = ",".join(map(repr if floats is None else floats.__getitem__, f.timestamps))
-    if "n" not in stamps:  # finite floats repr as JSON does (digits, '.', 'e', '-'); nan / inf have an 'n'
-        return (f'{{"indices":[{",".join(map(str, f.indices))}],"timestamps":[{stamps}],'
-                f'"requested":{int(f.requested)},"grey":{"true" if f.grey else "false"}}}')
-    data = {"indices": list(f.indices), "timestamps": list(f.timestamps), "requested": f.requested, "grey": f.grey}
-    return json.dumps(data, separators=(",", ":"))
-
-
-_frames_json = frames_json  # its old private name
-
-
-def _prediction_row(p: Prediction) -> tuple[Any, ...]:
-    """The store row of ``p``, in :data:`tempcore.tidy.schema.STORE_COLUMNS` order."""
-    out = []
-    for c in STORE_COLUMNS:
-        value = getattr(p, c.name)
-        if c.name == "frames":
-            value = None if value is None else _frames_json(value)
-        elif c.name == "option_probs":
-            value = None if value is None else json.dumps(list(value), separators=(",", ":"))
-        elif c.name == "correct":
-            value = int(value)
-        elif c.name == "latency_s":
-            value = float(value)
-        out.append(value)
-    return tuple(out)
-
-
-def row_to_prediction(row: Mapping[str, Any]) -> Prediction:
-    """A :class:`Prediction` from a row of :meth:`RunStore.prediction_rows`."""
-    kwargs: dict[str, Any] = {}
-    for c in STORE_COLUMNS:
-        value = row[c.name]
-        if c.name == "frames":
-            value = None if value is None else FrameSet.from_dict(json.loads(value))
-        elif c.name == "option_probs":
-            value = None if value is None else tuple(float(x) for x in json.loads(value))
-        elif c.name == "correct":
-            value = int(value)
-        elif c.name == "latency_s":
-            value = float(value)
-        kwargs[c.name] = value
-    return Prediction(**kwargs)
-
-
 __all__ = [
     "EXPORT_COLUMNS",
     "EXPORT_FIELDS",
+    "FingerprintConflictError",
+    "FloatText",
     "MIGRATIONS",
     "SCHEMA_VERSION",
     "STORE_FILENAME",
@@ -837,7 +870,9 @@ __all__ = [
     "StoreCounts",
     "StoreError",
     "StoredFailure",
+    "damaged_row_error",
     "environment_info",
+    "frames_json",
     "git_revision",
     "is_secret_key",
     "redact_secrets",

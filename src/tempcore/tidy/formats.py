@@ -6,11 +6,13 @@ pyarrow is imported inside the functions.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -46,6 +48,32 @@ def infer_format(path: str | os.PathLike[str], format: str | None = None) -> str
     return _SUFFIXES[suffix]
 
 
+#: a CSV cell a spreadsheet would run as a formula (``=``, ``+``, ``-``, ``@``, tab, carriage return
+#: first), after any single quotes: written with one more ``'`` in front (as OWASP's spreadsheet-safe
+#: CSV does), which :func:`_read_raw_unchecked` takes off again, so a CSV export round-trips exactly
+_FORMULA = r"^('*[=+\-@\t\r])"
+_ESCAPED_FORMULA = r"^'('*[=+\-@\t\r])"
+
+
+def spreadsheet_safe(text: str) -> str:
+    """``text`` as a CSV cell no spreadsheet runs as a formula (see :data:`_FORMULA`)."""
+    return "'" + text if re.match(_FORMULA, text) else text
+
+
+def _csv_cells(batch: pa.RecordBatch, escape: bool) -> pa.RecordBatch:
+    """The string columns of ``batch`` with formulas neutralised (``escape``) or restored."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    columns = []
+    for col in batch.columns:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            col = (pc.replace_substring_regex(col, _FORMULA, "'\\1", max_replacements=1) if escape
+                   else pc.replace_substring_regex(col, _ESCAPED_FORMULA, "\\1", max_replacements=1))
+        columns.append(col)
+    return pa.record_batch(columns, schema=batch.schema)
+
+
 def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any, fmt: str) -> int:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
@@ -59,7 +87,7 @@ def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any
     elif fmt == "csv":
         with pacsv.CSVWriter(out, schema) as writer:
             for batch in batches:
-                writer.write_batch(batch)
+                writer.write_batch(_csv_cells(batch, escape=True))
                 n += batch.num_rows
     else:
         for batch in batches:
@@ -68,6 +96,93 @@ def _write_stream(batches: Iterable[pa.RecordBatch], schema: pa.Schema, out: Any
                 out.write(("\n".join(lines) + "\n").encode("utf-8"))
             n += batch.num_rows
     return n
+
+
+#: the longest part of an output's name its temporary file's name repeats (a name over 255 bytes
+#: cannot be a file name; a temporary one must stay shorter than its target's)
+_TMP_NAME_CHARS = 64
+
+
+def _tmp_prefix(target: Path) -> str:
+    return f".{target.name[:_TMP_NAME_CHARS]}."
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # another user's process: alive
+    return True
+
+
+def clean_stale_tmp(target: str | os.PathLike[str]) -> list[Path]:
+    """Remove the temporary files :func:`atomic_output` left beside ``target`` when its writer was
+    killed (``.<name>.<pid>.<random>.tmp`` of a process that no longer runs); return them. Those of
+    a live writer (another process exporting now) stay."""
+    target = Path(target)
+    removed = []
+    prefix = _tmp_prefix(target)
+    try:
+        names = [n for n in os.listdir(target.parent) if n.startswith(prefix) and n.endswith(".tmp")]
+    except OSError:
+        return []
+    for name in names:
+        pid = name[len(prefix):].split(".", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _pid_alive(int(pid)):
+            try:
+                os.unlink(target.parent / name)
+                removed.append(target.parent / name)
+            except OSError:
+                pass
+    return removed
+
+
+@functools.lru_cache(maxsize=1)
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextlib.contextmanager
+def atomic_output(path: str | os.PathLike[str]) -> Iterator[IO[bytes]]:
+    """Write ``path`` atomically: a binary file opened in the same folder (``.<name>.<pid>.<random>.tmp``),
+    flushed and fsynced, then renamed over ``path`` (and the folder fsynced). A kill or a full disk
+    leaves the old file (or none), never a partial one; the rename replaces a symlink planted at
+    ``path`` instead of writing through it. Temporary files of killed writers are removed first
+    (:func:`clean_stale_tmp`); this one is removed on any error. The one output writer of tempcore."""
+    import tempfile
+
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    clean_stale_tmp(target)
+    fd, tmp = tempfile.mkstemp(prefix=f"{_tmp_prefix(target)}{os.getpid()}.", suffix=".tmp", dir=target.parent)
+    try:
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp's 0600 would change what others may read
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):  # the rename itself durable (not every file system allows it)
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes | str) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` with :func:`atomic_output`; return the path."""
+    with atomic_output(path) as fh:
+        fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+    return Path(path)
 
 
 def write_batches(
@@ -88,15 +203,8 @@ def write_batches(
         return _write_stream(batches, schema, path, format)
     target = Path(path)
     fmt = infer_format(target, format)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            n = _write_stream(batches, schema, fh, fmt)
-        os.replace(tmp, target)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    with atomic_output(target) as fh:
+        n = _write_stream(batches, schema, fh, fmt)
     return n
 
 
@@ -188,6 +296,13 @@ def _check_utf8(path: Path, data: bytes) -> None:
         ) from None
 
 
+def _unescaped(table: pa.Table) -> pa.Table:
+    """A CSV table's formula cells as they were before :func:`_csv_cells` neutralised them."""
+    import pyarrow as pa
+
+    return pa.Table.from_batches([_csv_cells(b, escape=False) for b in table.to_batches()], schema=table.schema)
+
+
 def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
     import pyarrow as pa
     import pyarrow.csv as pacsv
@@ -202,7 +317,7 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
             _check_utf8(path, data)
             header = data.split(b"\n", 1)[0].decode("utf-8").strip().split(",")
             types = {name.strip('"'): pa.string() for name in header if name.strip('"') in _STRING_COLUMNS}
-            return pacsv.read_csv(
+            return _unescaped(pacsv.read_csv(
                 pa.BufferReader(data),
                 parse_options=pacsv.ParseOptions(newlines_in_values=True),
                 # only an unquoted empty field is null: the writer quotes every string, so
@@ -213,7 +328,7 @@ def _read_raw_unchecked(path: Path, fmt: str) -> pa.Table:
                     strings_can_be_null=True,
                     quoted_strings_can_be_null=False,
                 ),
-            )
+            ))
         data = path.read_bytes()
         _check_jsonl(path, data)
         try:

@@ -24,8 +24,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tempcore.records import LETTERS, Condition, FrameSet, Prediction, Sample
-from tempcore.run.store import EXPORT_COLUMNS, EXPORT_FIELDS, RunStore
+from tempcore.records import LETTERS, Condition, FrameSet, Prediction, Sample, option_probs_problem
+from tempcore.run.store import DAMAGED, EXPORT_COLUMNS, EXPORT_FIELDS, RunStore, damaged_row_error
 from tempcore.tidy.formats import (
     FORMATS,
     file_sha256,
@@ -124,6 +124,19 @@ def _parsed_conditions(keys: Iterable[str], rows: Sequence[tuple[Any, ...]]) -> 
     return out
 
 
+def _stored_probs(text: Any, row: Sequence[Any]) -> list[Any]:
+    """A stored row's ``option_probs`` JSON, checked (:func:`tempcore.records.option_probs_problem`);
+    a damaged one is a :class:`tempcore.run.store.StoreError` naming the row and how to repair it."""
+    try:
+        values = json.loads(text) if isinstance(text, (str, bytes)) else text
+    except ValueError as exc:
+        raise damaged_row_error(row, f"option_probs {str(text)[:80]!r} is not JSON ({exc})") from exc
+    problem = option_probs_problem(values)
+    if problem:
+        raise damaged_row_error(row, problem)
+    return list(values)
+
+
 def _record_batch(rows: list[tuple[Any, ...]], schema: pa.Schema, index: dict[tuple[str, str], Sample] | None) -> pa.RecordBatch:
     import pyarrow as pa
 
@@ -136,6 +149,9 @@ def _record_batch(rows: list[tuple[Any, ...]], schema: pa.Schema, index: dict[tu
     cols["parse_error_message"] = raw["parse_error"]
     cols["parse_error"] = [0 if e is None else 1 for e in raw["parse_error"]]
     cols["frames_grey"] = [None if g is None else bool(g) for g in raw["frames_grey"]]
+    for i, indices in enumerate(raw["frame_indices"]):
+        if indices == DAMAGED:
+            raise damaged_row_error(rows[i], "its frames are not JSON that SQLite can read")
     n_options = list(raw["n_probs"])
     targets = list(raw["target"])
     p_correct: list[float | None] = []
@@ -146,10 +162,13 @@ def _record_batch(rows: list[tuple[Any, ...]], schema: pa.Schema, index: dict[tu
                 n_options[i] = len(sample.options)
             if targets[i] is None:
                 targets[i] = sample.answer
-        if probs is None or targets[i] is None:
+        if probs is None:
             p_correct.append(None)
             continue
-        values = json.loads(probs)
+        values = _stored_probs(probs, rows[i])
+        if targets[i] is None:
+            p_correct.append(None)
+            continue
         if targets[i] >= len(values) or (sample is not None and len(values) != len(sample.options)):
             raise PredictionsTableError(
                 f"prediction {tuple(rows[i][:4])}: {len(values)} option probabilities do not fit "
@@ -297,6 +316,9 @@ def table_to_predictions(table: pa.Table, source: str = "<table>") -> list[Predi
             except (ValueError, TypeError) as exc:
                 raise PredictionsTableError(f"{where}: bad frames: {exc}") from exc
         probs = _json_list(row.get("option_probs"), where, "option_probs")
+        problem = option_probs_problem(probs)
+        if problem:
+            raise PredictionsTableError(f"{where}: {problem}")
         try:
             out.append(
                 Prediction(

@@ -12,7 +12,7 @@ _EXPORTS = {
     **{
         name: "types"
         for name in (
-            "CorruptVideoError", "EmptyVideoError", "FrameBatch", "FrameIndexError", "NoVideoStreamError",
+            "CorruptVideoError", "EmptyVideoError", "FrameBatch", "FrameIndexError", "FrameTooLargeError", "NoVideoStreamError",
             "VideoError", "VideoInfo", "VideoNotFoundError", "DecodeCounter", "count_decodes",
         )
     },

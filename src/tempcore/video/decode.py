@@ -18,7 +18,10 @@ full in ``docs/design/video.md``):
 - **Damage**: a file that stops early yields the frames that decoded and reports ``damage`` (the one
   field callers read); a file that yields no frame raises a named error.
 
-Memory is bounded: frames are yielded in :class:`FrameBatch` es of at most ``batch_size`` frames.
+Memory is bounded: frames are yielded in :class:`FrameBatch` es of at most ``batch_size`` frames and
+at most ``max_batch_pixels`` pixels (:data:`tempcore.video.types.MAX_BATCH_PIXELS`), and a video whose
+frames exceed ``max_pixels`` (:data:`tempcore.video.types.MAX_FRAME_PIXELS`, 4096 x 4096) is refused
+with :class:`~tempcore.video.types.FrameTooLargeError` before its frames are decoded.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
     from tempcore.records import Sample
 
 
+from tempcore.video import types as _types  # MAX_BATCH_PIXELS read at call time (a setting)
 from tempcore.video.sources import _Decoded, _FolderSource, _open_source, _resolve_media, _Source
 from tempcore.video.types import (
     DEFAULT_FOLDER_FPS,
@@ -48,6 +52,8 @@ from tempcore.video.types import (
     FrameIndexError,
     VideoInfo,
     _note_pass,
+    check_frame_size,
+    check_pixel_budget,
 )
 
 _SKIP_UNNEEDED = True  # skip non-reference frames no target needs (exact; False decodes every frame)
@@ -297,7 +303,10 @@ class VideoReader:
     frames of at most :data:`SMALL_FRAME_PIXELS`; 1 = single-threaded, e.g. when
     many readers run in parallel). ``media`` = "video" | "gif" | "frames" (auto-detected from the
     path); ``folder_fps`` = rate of a frame folder's images; ``autorotate`` = show frames upright
-    (display-matrix rotation / EXIF orientation).
+    (display-matrix rotation / EXIF orientation). ``max_pixels`` = the largest frame decoded (None:
+    :data:`~tempcore.video.types.MAX_FRAME_PIXELS`; larger ones raise
+    :class:`~tempcore.video.types.FrameTooLargeError`); ``max_batch_pixels`` = the pixels of one batch
+    (None: :data:`~tempcore.video.types.MAX_BATCH_PIXELS`; a batch has at least one frame).
 
     Batches are yours to keep: a batch's ``frames`` array is recycled for a later batch only once
     nothing references it any more (see ``_BatchPool``), which saves fresh memory per batch.
@@ -317,8 +326,12 @@ class VideoReader:
         media: str | None = None,
         folder_fps: float = DEFAULT_FOLDER_FPS,
         autorotate: bool = True,
+        max_pixels: int | None = None,
+        max_batch_pixels: int | None = None,
     ) -> None:
         _check_args(fps, start, end)
+        check_pixel_budget("max_pixels", max_pixels)
+        check_pixel_budget("max_batch_pixels", max_batch_pixels)
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, not {batch_size}")
         if size is not None and (len(size) != 2 or min(size) < 1):
@@ -334,6 +347,10 @@ class VideoReader:
         self.threads = threads
         self.folder_fps = folder_fps
         self.autorotate = autorotate
+        self.max_pixels = _types.MAX_FRAME_PIXELS if max_pixels is None else max_pixels
+        self.max_batch_pixels = _types.MAX_BATCH_PIXELS if max_batch_pixels is None else max_batch_pixels
+        if size is not None:
+            check_frame_size(self.path, size[0], size[1], self.max_pixels)
         self.media = _resolve_media(self.path, media)
         self.truncated = False
         self.error: str | None = None
@@ -343,7 +360,7 @@ class VideoReader:
         self.duration: float | None = None
         self.decoded_frames: int | None = None
         # open once now so a missing / streamless / unreadable file fails here, not mid-pipeline
-        source = _open_source(self.path, stream, self.media, threads, folder_fps, autorotate)
+        source = _open_source(self.path, stream, self.media, threads, folder_fps, autorotate, self.max_pixels)
         #: pixels of one output frame (``size``, else the stream's coded size; 0 when not known
         #: before decoding, as for a frame folder)
         self.frame_pixels = size[0] * size[1] if size is not None else source.width * source.height
@@ -366,7 +383,7 @@ class VideoReader:
 
     def _pass(self) -> tuple[_Source, _Pass]:
         source = _open_source(
-            self.path, self.stream, self.media, self.threads, self.folder_fps, self.autorotate
+            self.path, self.stream, self.media, self.threads, self.folder_fps, self.autorotate, self.max_pixels
         )
         return source, _Pass(source, self.fps, self.start, self.end)
 
@@ -380,20 +397,24 @@ class VideoReader:
             width, height = self.size if self.size is not None else (0, 0)
             pool: _BatchPool | None = None
             buf = np.empty((0, 0, 0, 3), dtype=np.uint8)
-            times = np.empty(self.batch_size, dtype=np.float64)
-            idx = np.empty(self.batch_size, dtype=np.int64)
+            batch_size = self.batch_size
+            times = np.empty(batch_size, dtype=np.float64)
+            idx = np.empty(batch_size, dtype=np.int64)
             n = 0
             for position, pts, handle in decode:
                 if pool is None:
                     if not width:
                         width, height = source.display_size(handle)
-                    pool = _BatchPool((self.batch_size, height, width, 3))
+                        check_frame_size(self.path, width, height, self.max_pixels)
+                    batch_size = max(1, min(batch_size, self.max_batch_pixels // (width * height)))
+                    pool = _BatchPool((batch_size, height, width, 3))
                     buf = pool.take()
+                    times, idx = times[:batch_size].copy(), idx[:batch_size].copy()
                 buf[n] = source.to_rgb(handle, width, height)
                 times[n] = decode.seconds(pts)
                 idx[n] = position
                 n += 1
-                if n == self.batch_size:
+                if n == batch_size:
                     batch = FrameBatch(buf, times, idx)
                     del buf
                     profiling.add("decode", time.perf_counter() - clock)
@@ -472,23 +493,26 @@ def probe(
     threads: int = 0,
     folder_fps: float = DEFAULT_FOLDER_FPS,
     autorotate: bool = True,
+    max_pixels: int | None = None,
 ) -> VideoInfo:
     """Decode the video (without RGB conversion) and report exactly what :class:`VideoReader` yields:
-    frame count and timestamps at ``fps``, duration, stream, codec, size, damage."""
+    frame count and timestamps at ``fps``, duration, stream, codec, size, damage. ``max_pixels`` as
+    for :class:`VideoReader`."""
     from tempcore import profiling
 
     _check_args(fps, start, end)
+    check_pixel_budget("max_pixels", max_pixels)
     p = Path(path)
     _note_pass(p, start, end, "probe")
     with profiling.section("decode"):
-        return _probe(p, fps, stream, start, end, media, threads, folder_fps, autorotate)
+        return _probe(p, fps, stream, start, end, media, threads, folder_fps, autorotate, max_pixels)
 
 
 def _probe(
     p: Path, fps: float | None, stream: int, start: float | None, end: float | None, media: str | None,
-    threads: int, folder_fps: float, autorotate: bool,
+    threads: int, folder_fps: float, autorotate: bool, max_pixels: int | None = None,
 ) -> VideoInfo:
-    source = _open_source(p, stream, media, threads, folder_fps, autorotate)
+    source = _open_source(p, stream, media, threads, folder_fps, autorotate, max_pixels)
     try:
         decode = _Pass(source, fps, start, end)
         timestamps: list[float] = []
@@ -552,12 +576,16 @@ def read_frames(
     threads: int = 0,
     folder_fps: float = DEFAULT_FOLDER_FPS,
     autorotate: bool = True,
+    max_pixels: int | None = None,
 ) -> FrameBatch:
     """The decoded frames at positions ``indices`` of the sequence :class:`VideoReader` yields, in the
     order given (unsorted and repeated positions allowed). One streaming pass that converts only the
     requested frames and stops after the last one. Raises :class:`FrameIndexError` for a position
-    outside 0..L-1."""
+    outside 0..L-1. ``max_pixels`` as for :class:`VideoReader` (each returned frame is within it)."""
     _check_args(fps, start, end)
+    check_pixel_budget("max_pixels", max_pixels)
+    if size is not None:
+        check_frame_size(path, size[0], size[1], _types.MAX_FRAME_PIXELS if max_pixels is None else max_pixels)
     wanted = [int(i) for i in indices]
     negative = [i for i in wanted if i < 0]
     if negative:
@@ -572,16 +600,18 @@ def read_frames(
 
     _note_pass(p, start, end, "frames")
     with profiling.section("decode"):
-        return _read_frames(p, wanted, fps, stream, start, end, size, media, threads, folder_fps, autorotate)
+        return _read_frames(p, wanted, fps, stream, start, end, size, media, threads, folder_fps, autorotate,
+                            max_pixels)
 
 
 def _read_frames(
     p: Path, wanted: list[int], fps: float | None, stream: int, start: float | None, end: float | None,
     size: tuple[int, int] | None, media: str | None, threads: int, folder_fps: float, autorotate: bool,
+    max_pixels: int | None = None,
 ) -> FrameBatch:
     needed = set(wanted)
     last = max(needed)
-    source = _open_source(p, stream, media, threads, folder_fps, autorotate)
+    source = _open_source(p, stream, media, threads, folder_fps, autorotate, max_pixels)
     got: dict[int, tuple[np.ndarray, float]] = {}
     try:
         decode = _Pass(source, fps, start, end)
@@ -595,6 +625,7 @@ def _read_frames(
                 continue
             if not width:  # the sequence's size is its first frame's, as in VideoReader
                 width, height = source.display_size(handle)
+                check_frame_size(p, width, height, source.max_pixels)
             if position in needed:
                 got[position] = (source.to_rgb(handle, width, height), decode.seconds(pts))
             if position >= last:

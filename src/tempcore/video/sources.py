@@ -76,6 +76,8 @@ class _Source(ABC):
         # ``pts`` until (at the latest) ``next_pts`` is at no target time, so it may be skipped.
         self.needed: Any = None
         self.skipped = 0
+        #: the pixel budget of one frame (set by :func:`_open_source`): larger frames are refused
+        self.max_pixels: int = _types.MAX_FRAME_PIXELS
 
     @abstractmethod
     def frames(self, seek_to: Fraction | None) -> Iterator[_Decoded]:
@@ -281,6 +283,8 @@ class _AVSource(_Source):
         last_duration = 0
         nominal = max(1, round(self.nominal_interval)) if self.nominal_interval else 1
         for frame in raw:
+            if frame.width * frame.height > self.max_pixels:  # a size change mid-stream
+                _types.check_frame_size(self.path, frame.width, frame.height, self.max_pixels)
             pts = frame.pts
             duration = frame.duration or 0
             if pts is None:  # no timestamp from the container: continue from the previous frame
@@ -351,7 +355,7 @@ class _FolderSource(_Source):
 
     def __init__(self, path: Path, folder_fps: float, autorotate: bool) -> None:
         super().__init__()
-        from PIL import Image, ImageOps
+        from PIL import Image
 
         self._autorotate = autorotate
         if not (math.isfinite(folder_fps) and folder_fps > 0):
@@ -377,7 +381,9 @@ class _FolderSource(_Source):
         for image_path in self._images[:10]:
             try:
                 with Image.open(image_path) as im:
-                    self.width, self.height = (ImageOps.exif_transpose(im) if autorotate else im).size
+                    # the header's size (no pixels decoded); EXIF orientations 5-8 swap the sides
+                    turned = autorotate and im.getexif().get(0x0112, 1) in (5, 6, 7, 8)
+                    self.width, self.height = (im.height, im.width) if turned else im.size
                 break
             except (OSError, ValueError):
                 continue
@@ -390,6 +396,8 @@ class _FolderSource(_Source):
             image_path = self._images[i]
             try:
                 with Image.open(image_path) as im:
+                    # the header's size, checked before the pixels are decoded
+                    _types.check_frame_size(image_path, im.width, im.height, self.max_pixels)
                     im.load()
                     image = (ImageOps.exif_transpose(im) if self._autorotate else im).convert("RGB")
             except (OSError, ValueError, Image.DecompressionBombError) as exc:
@@ -428,13 +436,26 @@ def _open_source(
     threads: int,
     folder_fps: float,
     autorotate: bool = True,
+    max_pixels: int | None = None,
 ) -> _Source:
+    """The source of a video; refuses one whose declared frame size exceeds ``max_pixels`` (None:
+    :data:`tempcore.video.types.MAX_FRAME_PIXELS`) with :class:`~tempcore.video.types.FrameTooLargeError`
+    before any frame is decoded. The source refuses larger frames met later too."""
     p = Path(path)
     kind = _resolve_media(p, media)
+    source: _Source
     if kind == "frames":
         if stream != 0:
             raise NoVideoStreamError(p, f"a frame folder has one stream; stream {stream} does not exist")
-        return _FolderSource(p, folder_fps, autorotate)
-    if p.stat().st_size == 0:
-        raise EmptyVideoError(p, "the file is empty (0 bytes)")
-    return _AVSource(p, stream, kind, threads, autorotate)
+        source = _FolderSource(p, folder_fps, autorotate)
+    else:
+        if p.stat().st_size == 0:
+            raise EmptyVideoError(p, "the file is empty (0 bytes)")
+        source = _AVSource(p, stream, kind, threads, autorotate)
+    source.max_pixels = _types.MAX_FRAME_PIXELS if max_pixels is None else max_pixels
+    try:
+        _types.check_frame_size(p, source.width or 0, source.height or 0, source.max_pixels)
+    except VideoError:
+        source.close()
+        raise
+    return source

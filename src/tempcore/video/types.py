@@ -43,6 +43,47 @@ threading vs one thread (best of 3): 48 x 48 21.5 vs 7.7 ms, 96 x 96 21.7 vs 10.
 and larger frames threading pays. Threading never changes the decoded pixels."""
 
 
+MAX_FRAME_PIXELS = 4096 * 4096
+"""The decoder's pixel budget for one frame (a setting, read at call time; the ``max_pixels`` keyword of
+:class:`~tempcore.video.decode.VideoReader`, :func:`~tempcore.video.decode.probe` and
+:func:`~tempcore.video.decode.read_frames` overrides it per call). A video whose declared size, or any
+decoded frame, has more pixels is refused with :class:`FrameTooLargeError` before its frames are
+converted or batched: a 1.4 kB GIF can declare a 10000 x 10000 screen, and 32 such RGB frames are
+9.6 GB. 4096 x 4096 (16.8 MP, 50 MB as RGB) admits every common video size up to 4K DCI."""
+
+
+MAX_BATCH_PIXELS = 32 * 1920 * 1088
+"""The pixel budget of one :class:`FrameBatch` buffer (a setting, read at call time; the reader's
+``max_batch_pixels`` keyword overrides it): a batch holds ``min(batch_size, max_batch_pixels //
+frame_pixels)`` frames, at least one, so a batch buffer is at most about 200 MB (or one frame of
+:data:`MAX_FRAME_PIXELS`). 32 frames of 1080p fit, as before. A reader holds a few such buffers
+(``decode._BatchPool`` keeps 3, scoring queues ``frame_scoring._QUEUE_BATCHES`` more): per video
+being decoded about 1 GB at most, so two scoring workers (``workers=2``) stay near 2 GB; the tests
+check the hostile inputs of issue 31 under an address-space limit."""
+
+
+def check_frame_size(path: str | os.PathLike[str], width: int, height: int, max_pixels: int | None) -> None:
+    """Raise :class:`FrameTooLargeError` when ``width`` x ``height`` exceeds ``max_pixels``
+    (None: :data:`MAX_FRAME_PIXELS`)."""
+    limit = MAX_FRAME_PIXELS if max_pixels is None else max_pixels
+    if int(width) * int(height) > limit:
+        raise FrameTooLargeError(
+            path,
+            f"{width}x{height} frames exceed max_pixels={limit} ({_size_words(limit)}): refused before "
+            f"decoding them (raise max_pixels, or tempcore.video.types.MAX_FRAME_PIXELS, to decode it)",
+        )
+
+
+def check_pixel_budget(name: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{name} must be a positive number of pixels or None (the default), not {value!r}")
+
+
+def _size_words(pixels: int) -> str:
+    side = int(pixels**0.5)
+    return f"{side}x{side}" if side * side == pixels else f"{pixels / 1e6:.1f} megapixels"
+
+
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".webp", ".tif", ".tiff"})
 
 
@@ -83,6 +124,12 @@ class CorruptVideoError(VideoError):
     """The file cannot be opened or nothing in it decodes."""
 
     kind = "corrupt video"
+
+
+class FrameTooLargeError(VideoError):
+    """The video's frames have more pixels than the decoder's budget (:data:`MAX_FRAME_PIXELS`)."""
+
+    kind = "video too large"
 
 
 class FrameIndexError(VideoError, IndexError):
@@ -211,6 +258,9 @@ __all__ = [
     "EmptyVideoError",
     "FrameBatch",
     "FrameIndexError",
+    "FrameTooLargeError",
+    "MAX_BATCH_PIXELS",
+    "MAX_FRAME_PIXELS",
     "NoVideoStreamError",
     "VideoError",
     "VideoInfo",
