@@ -73,7 +73,8 @@ def test_demo_end_to_end_on_a_reduced_world(tmp_path, capsys):
 
     # grounding: the planted windows (one per brief triangle / recoloured circle) are what the
     # retrieval baseline finds through the shipped encoder at the world's fps (variant fine); the
-    # paper's configuration grows its windows past them; the HF answerer's replies are not intervals
+    # paper's configuration (on the raw cosine) grows the 1-3 s windows to its 4 s minimum; the HF
+    # answerer's replies are not intervals
     g = result["grounding"]
     rows = [json.loads(line) for line in (out / "world" / "grounding.jsonl").read_text().splitlines()]
     assert g["questions"] == len(rows) > 0 and sum(g["planted"]["kinds"].values()) == len(rows)

@@ -172,3 +172,96 @@ def test_a_run_configuration_takes_retrieval_conditions(tmp_path):
     cond = cfg.conditions[0].condition(cfg)
     assert (cond.strategy, cond.mode, cond.variant, cond.encoder) == ("retrieval", "q", "fine", cfg.encoder)
     assert cfg.needs_encoder
+
+
+# --- issue 32: the baseline runs on the paper's score, the raw cosine -----------------------------
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-np.asarray(x, dtype=float)))
+
+
+# A 75 min track at 1 fps: cosine 0.1 everywhere, 0.3 on the 9 s event [2000, 2009).
+T75 = np.arange(4500, dtype=float)
+COS75 = np.full(4500, 0.1)
+COS75[2000:2009] = 0.3
+
+
+def test_the_papers_rule_on_the_cosine_finds_a_9_s_event_that_sigmoid_clips_to_60_s():
+    # cosine: threshold 0.7 * 0.3 = 0.21; after the 5-frame smoothing the frame next to the event
+    # averages (2 * 0.3 + 3 * 0.1) / 5 = 0.18 < 0.21 and the frame inside (3 * 0.3 + 2 * 0.1) / 5 = 0.22
+    assert track_window(T75, COS75) == (2000.0, 2009.0)
+    # sigmoid(cos): threshold 0.7 * sigmoid(0.3) = 0.402 < sigmoid(0.1) = 0.525, so every frame is kept
+    # and the 4500 s window is clipped to 60 s centred on the peak frame 2002 ([2002, 2003)): IoU 9/60
+    assert track_window(T75, _sigmoid(COS75)) == (1972.5, 2032.5)
+    from tempcore.run.baseline import baseline_predictions
+    from tempcore.run.config import RunConfig
+    from tempcore.run.planning import Timeline
+    from tempcore.selection.retrieval import VARIANTS
+
+    cfg = RunConfig.from_dict({
+        "out": "unused", "benchmarks": [{"name": "grounding", "annotations": "unused"}],
+        "models": [{"backend": "zoo", "model": "zoo-mean"}], "fps": 1, "k": 4,
+        "conditions": [{"strategy": "retrieval", "mode": "q", "variant": v} for v in VARIANTS]
+                      + [{"strategy": "retrieval", "mode": "q", "params": {"score": "sigmoid"}}],
+    })
+    tl = Timeline(T75, {"q": _sigmoid(COS75)}, cos={"q": COS75})
+    got = baseline_predictions(cfg, [_sample(((2000.0, 2009.0),))], {"q1": tl}, {"q1": "h"})
+    by = {p.condition.split("variant=")[-1] if "variant=" in p.condition else "params": p for p in got}
+    assert set(by) == {"paper", "fine", "paper_sigmoid", "params"}
+    assert (by["paper"].pred_start, by["paper"].pred_end, by["paper"].iou) == (2000.0, 2009.0, 1.0)
+    assert by["fine"].iou == 1.0  # floor min, no smoothing, on the cosine: the event's frames
+    for name in ("paper_sigmoid", "params"):  # the paper's rule on sigmoid(cos), as `paper` ran before
+        assert (by[name].pred_start, by[name].pred_end) == (1972.5, 2032.5)
+        assert by[name].iou == pytest.approx(0.15)
+    assert by["paper_sigmoid"].model_fingerprint == by["params"].model_fingerprint
+    # the multiple-choice side (the `retrieval` strategy in the plan) takes the same track
+    from tempcore.run.planning import expand_condition
+
+    entry = cfg.conditions[0]
+    ((_, fs),) = expand_condition(entry, entry.condition(cfg), Sample("b", "mc", "v", "q?", ("a", "b"), 0),
+                                  T75, tl.scores, tl)
+    assert fs.timestamps[0] >= 2000.0 and fs.timestamps[-1] < 2009.0
+    entry = cfg.conditions[2]  # paper_sigmoid
+    ((_, fs),) = expand_condition(entry, entry.condition(cfg), Sample("b", "mc", "v", "q?", ("a", "b"), 0),
+                                  T75, tl.scores, tl)
+    assert fs.timestamps[0] >= 1972.0 and fs.timestamps[-1] < 2033.0 and fs.timestamps[-1] - fs.timestamps[0] > 9
+
+
+def test_the_variants_and_the_score_they_run_on():
+    from tempcore.grounding.retrieval import DEFAULTS, SCORES
+    from tempcore.selection.retrieval import VARIANTS, resolve_params
+
+    assert SCORES == ("cosine", "sigmoid") and DEFAULTS["score"] == "cosine"
+    assert list(VARIANTS) == ["paper", "fine", "paper_sigmoid"]
+    assert {v: resolve_params(v)["score"] for v in (None, *VARIANTS)} == {
+        None: "cosine", "paper": "cosine", "fine": "cosine", "paper_sigmoid": "sigmoid"}
+    assert resolve_params("paper_sigmoid") == {**resolve_params("paper"), "score": "sigmoid"}
+    with pytest.raises(SelectionError, match="score must be one of"):
+        resolve_params(None, {"score": "logit"})
+    assert "variant=paper_sigmoid" in Condition("retrieval", mode="q", variant="paper_sigmoid").key
+
+
+def test_the_stored_identity_names_the_score_so_rows_on_sigmoid_are_not_served():
+    from tempcore.grounding.retrieval import DEFAULTS
+
+    ident = retrieval_identity()
+    assert ident["score"] == "cosine" and retrieval_identity({"score": "sigmoid"})["score"] == "sigmoid"
+    # the identity the baseline's rows were stored under before the score was a parameter
+    before = {"model": RETRIEVAL_MODEL, "method": "retrieval",
+              **{k: (DEFAULTS[k] if k == "floor" else float(DEFAULTS[k])) for k in sorted(DEFAULTS) if k != "score"}}
+    assert {k: v for k, v in ident.items() if k != "score"} == before
+    fps = {fingerprint(before), fingerprint(ident), fingerprint(retrieval_identity({"score": "sigmoid"}))}
+    assert len(fps) == 3
+
+
+def test_a_timeline_gives_the_cosine_or_says_it_has_none():
+    from tempcore.errors import RunError
+    from tempcore.run.planning import Timeline
+
+    tl = Timeline(T, {"q": _sigmoid(S)}, cos={"q": S})
+    assert tl.track("q", "cosine") is tl.cos["q"] and tl.track("q") is tl.scores["q"] and tl.track("qa") is None
+    with pytest.raises(RunError, match="raw cosine"):
+        Timeline(T, {"q": S}).track("q", "cosine")
+    with pytest.raises(RunError, match="unknown frame score"):
+        tl.track("q", "logit")

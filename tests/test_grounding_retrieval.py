@@ -96,8 +96,13 @@ def test_ragged_tracks_many_queries_and_errors():
     assert w["end"][5] <= 500
     empty = retrieval_windows(np.full((1, 10), np.nan))
     assert math.isnan(empty["start"][0])
-    with pytest.raises(GroundingError, match=">= 0"):
-        retrieval_windows([-0.1, 0.2])
+    # raw cosines may be negative; a non-positive peak keeps the peak frame alone (then min_len)
+    neg = retrieval_windows([-0.3, 0.2, -0.1, -0.3], smooth_frames=1, min_len=0.0)
+    assert (neg["start"][0], neg["end"][0]) == (1.0, 2.0)
+    low = retrieval_windows([-0.3, -0.2, -0.25, -0.3], smooth_frames=1, min_len=0.0)
+    assert (low["start"][0], low["end"][0], low["peak_score"][0]) == (1.0, 2.0, -0.2)
+    with pytest.raises(GroundingError, match="finite"):
+        retrieval_windows([np.inf, 0.2])
     with pytest.raises(GroundingError, match="beta"):
         retrieval_windows([0.1], beta=0)
 

@@ -242,3 +242,49 @@ def test_run_records_each_benchmarks_format_and_the_cli_reads_annotations_with_i
                      str(w.grounding), "--json"]) == 0, capsys.readouterr().err
         got.append(json.loads(capsys.readouterr().out)["groups"])
     assert got[0] == got[1] and [g["n"] for g in got[0]] == [4]  # uniform only: no retrieval baseline
+
+
+def test_baseline_rows_stored_on_sigmoid_before_the_score_parameter_are_not_served(world, monkeypatch):
+    """A store written before issue 32 (the `paper` baseline on sigmoid(cos), its identity without
+    `score`): a rerun refuses its rows, --recompute answers the baseline again, no model is asked."""
+    import tempcore.run.baseline as baseline
+    from tempcore.run.identity import fingerprint
+    from tempcore.selection.retrieval import VARIANTS, resolve_params
+
+    w, root = world
+    samples = grounding_samples(w.scenes)
+    models: list[FirstToLastFrame] = []
+
+    def factory(spec):  # noqa: ANN001, ANN202
+        models.append(FirstToLastFrame(spec))
+        return models[-1]
+
+    def old_identity(params=None):  # noqa: ANN001, ANN202
+        ident = new_identity(params)
+        ident.pop("score")
+        return ident
+
+    new_identity = baseline.retrieval_identity
+    conditions = [{"strategy": "uniform"}, {"strategy": "retrieval", "mode": "q", "variant": "paper"}]
+    with monkeypatch.context() as m:  # the code before the fix
+        m.setitem(VARIANTS, "paper", {"score": "sigmoid"})
+        m.setattr(baseline, "retrieval_identity", old_identity)
+        first = run(_cfg(w, root, "old", conditions), model_factory=factory, **QUIET)
+    assert len(models) == 1 and first.models[0].done == len(samples)
+    with RunStore(Path(first.store)) as store:
+        old = {p.key: p for p in store.predictions() if p.model == RETRIEVAL_MODEL}
+    assert len(old) == len(samples)
+    with pytest.raises(RunError, match="retrieval baseline"):
+        run(_cfg(w, root, "old", conditions), model_factory=factory, **QUIET)
+    again = run(_cfg(w, root, "old", conditions), model_factory=factory, recompute=True, **QUIET)
+    assert len(models) == 1  # no model was asked again
+    by = {s.model: s for s in again.models}
+    assert by["reader"].stored_before == len(samples) and by["reader"].done == 0
+    assert by[RETRIEVAL_MODEL].replaced == len(samples)
+    with RunStore(Path(again.store)) as store:
+        new = {p.key: p for p in store.predictions() if p.model == RETRIEVAL_MODEL}
+    want = fingerprint(new_identity(resolve_params("paper")))
+    assert set(new) == set(old) and all(p.model_fingerprint == want != old[k].model_fingerprint
+                                        for k, p in new.items())
+    # the windows on the cosine are other windows (on sigmoid(cos) they filled the 4 s minimum or more)
+    assert [(p.pred_start, p.pred_end) for p in new.values()] != [(p.pred_start, p.pred_end) for p in old.values()]

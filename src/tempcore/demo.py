@@ -213,7 +213,8 @@ GROUNDING_CONDITIONS: tuple[dict[str, Any], ...] = (
 )
 """The retrieval baseline in two configurations: ``fine`` (no smoothing, no minimum length, β from
 the track's minimum: the world's windows are 1-3 s at 10 fps) and ``paper`` (ExtremeWhenBench's
-β = 0.7 of the peak, [4, 60] s, 5-frame smoothing), both on the run's frames (the world's fps)."""
+β = 0.7 of the peak, [4, 60] s, 5-frame smoothing), both on the raw cosine of the run's frames (the
+world's fps)."""
 GROUNDING_MODEL_CONDITION = {"strategy": "uniform"}
 """The condition the zoo's generative answerer grounds under (K uniform frames with their times)."""
 

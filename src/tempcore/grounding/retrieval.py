@@ -1,25 +1,32 @@
 """The frame-level retrieval baseline of ExtremeWhenBench as pure, vectorised functions.
 
 Input: score tracks, one row per query, one column per frame decoded at ``fps`` (the paper:
-CLIP ViT-L/14-336 at 1 fps; here any encoder's Eq. 1 scores ``sigmoid(cos)``, which are >= 0).
-A 2-D array ``(queries, frames)``; shorter tracks are NaN-padded at the end (NaN = no frame).
-Frame ``i`` has timestamp ``t0 + i / fps`` and stands for ``[t, t + 1/fps)``; a track's
+CLIP ViT-L/14-336 at 1 fps, frames scored by the cosine similarity of the frame and query
+embeddings). A 2-D array ``(queries, frames)``; shorter tracks are NaN-padded at the end (NaN = no
+frame). Frame ``i`` has timestamp ``t0 + i / fps`` and stands for ``[t, t + 1/fps)``; a track's
 duration is ``t0 + n_frames / fps`` unless ``durations`` are given.
 
 The paper gives "1 fps, peak β = 0.7, clip [4, 60]" and, for the hybrid, "top-K ± 1 min, NMS
 60 s". The choices it leaves open, made here (each a parameter; in full, with the reasons, in
 ``docs/design/grounding.md``):
 
+* **The score** (:data:`SCORES`, the run's ``score`` parameter; these functions take whichever
+  track they are given): ``cosine``, the raw cosine the paper's CLIP baseline scores frames by
+  (the default), or ``sigmoid``, TempCore's Eq. 1 ``sigmoid(cos)``. The rule "score >= β·peak" is
+  not invariant under the sigmoid: ``sigmoid(cos)`` lies in [0.269, 0.731], so ``0.7 * peak`` is
+  below almost every frame's score and the window grows to the whole track (then is clipped to
+  ``max_len``); on the cosine it keeps the frames within 30 % of the peak's similarity.
 * **Smoothing**: a centred moving average over ``smooth_frames`` frames (default 5; 1 disables
   it) of the frames that exist; peaks and windows are taken on the smoothed track.
 * **Peak**: the frame of the highest smoothed score (the first on ties).
 * **Window**: the maximal run of consecutive frames around the peak whose smoothed score is
   >= ``beta * peak`` (β = 0.7; ``floor="zero"``, the paper's rule, the default) or
   >= ``m + beta * (peak - m)``, ``m`` the query's smallest smoothed score (``floor="min"``);
-  it covers ``[t_first, t_last + 1/fps]``.
+  it covers ``[t_first, t_last + 1/fps]``. A cosine can be negative: a track whose peak is <= 0
+  (no frame resembles the query) gives, under ``floor="zero"``, the peak frame alone (then the
+  length clip), since ``beta * peak >= peak`` there.
 * **Clip the length to [min_len, max_len]** (4, 60 s), then shift it (never shorten it) to lie
   inside ``[t0, duration]``; a video shorter than ``min_len`` gives ``[t0, duration]``.
-* Scores must be >= 0 (β·peak is a fraction of the peak); a negative score is an error.
 * **Top-K candidates** (:func:`candidate_windows`): greedy non-maximum suppression on the smoothed
   track (``nms_s`` = 60 s); each candidate is ``[t_peak - pad_s, t_peak + pad_s]`` (± 60 s)
   clipped to the video. Fewer than K candidates (short video) leaves NaN slots.
@@ -47,8 +54,8 @@ def _tracks(scores: Any) -> np.ndarray:
         s = s[None, :]
     if s.ndim != 2:
         raise GroundingError(f"score tracks must be (queries, frames), not shape {s.shape}")
-    if np.any(s < 0):  # NaN compares False
-        raise GroundingError("retrieval scores must be >= 0 (sigmoid of the cosine, Eq. 1)")
+    if np.any(np.isinf(s)):
+        raise GroundingError("retrieval scores must be finite (NaN marks a missing frame)")
     return s
 
 
@@ -326,8 +333,16 @@ RETRIEVAL_METHOD = "retrieval"
 """``answer_method`` of the baseline's predictions."""
 CANDIDATES_METHOD = "candidates"
 """``answer_method`` of the retrieval stage's stored candidates (a ``retrieve_ground`` condition)."""
-DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero"}
-"""The window parameters' defaults (:data:`tempcore.selection.retrieval.PARAMS`)."""
+SCORES = ("cosine", "sigmoid")
+"""The frame scores the baseline can run on: ``cosine`` (the raw cosine, the paper's CLIP score) or
+``sigmoid`` (TempCore's Eq. 1 ``sigmoid(cos)``)."""
+DEFAULTS: dict[str, Any] = {"beta": 0.7, "smooth_frames": 5, "min_len": 4.0, "max_len": 60.0, "floor": "zero",
+                            "score": "cosine"}
+"""The baseline's parameters and their defaults (:data:`tempcore.selection.retrieval.PARAMS`): the
+window parameters of :func:`track_window` and ``score``, which of a frame's scores the caller gives
+it (:data:`SCORES`)."""
+TEXT_PARAMS = ("floor", "score")
+"""The parameters that are names, not numbers."""
 
 
 def track_window(
@@ -357,6 +372,8 @@ __all__ = [
     "RETRIEVAL_METHOD",
     "RETRIEVAL_MODEL",
     "RETRIEVAL_STRATEGY",
+    "SCORES",
+    "TEXT_PARAMS",
     "candidate_recall",
     "candidate_windows",
     "merge_windows",

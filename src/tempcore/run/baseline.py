@@ -13,17 +13,18 @@ condition ``{strategy: retrieval, mode: q}``:
   (:func:`tempcore.selection.retrieval.retrieval`): K frames at equal intervals inside the retrieved window of the question
   (retrieve-then-answer with one window), shown to every model of the run.
 
-The scores are the run's Eq. 1 scores (``sigmoid(cos)``, the encoder of the run, through the
-embedding cache) of the frames decoded at the run's ``fps`` — the paper's configuration is 1 fps
-with CLIP; set ``fps: 1`` for it. Text mode: ``q`` (the query alone). ``qa`` would put the answer
+The scores are the paper's: the raw cosine of frame and query embeddings (the encoder of the run,
+through the embedding cache; Eq. 1's ``sigmoid(cos)`` only with ``score: sigmoid`` or the
+``paper_sigmoid`` variant) of the frames decoded at the run's ``fps`` — the paper's configuration
+is 1 fps with CLIP; set ``fps: 1`` for it. Text mode: ``q`` (the query alone). ``qa`` would put the answer
 into the query of a multiple-choice sample; a grounding sample has no answer text, so ``qa`` fails
-there (:class:`tempcore.run.frame_scoring.TextModeError`). The window parameters (``beta``,
-``smooth_frames``, ``min_len``, ``max_len``, ``floor``) are the condition's ``params`` over the
-preset of its ``variant`` (``paper``, ``fine``: :mod:`tempcore.selection.retrieval`); defaults
-are the paper's (β = 0.7 of the peak, clip [4, 60] s) and 5 smoothed frames (the paper leaves
-smoothing open); ``floor: min`` measures β from the track's minimum (see
-:mod:`tempcore.grounding.retrieval`: with Eq. 1's ``sigmoid(cos)`` scores the paper's rule can
-grow the window to the whole video).
+there (:class:`tempcore.run.frame_scoring.TextModeError`). The parameters (``beta``,
+``smooth_frames``, ``min_len``, ``max_len``, ``floor``, ``score``) are the condition's ``params``
+over the preset of its ``variant`` (``paper``, ``fine``, ``paper_sigmoid``:
+:mod:`tempcore.selection.retrieval`); defaults are the paper's (the raw cosine, β = 0.7 of the
+peak, clip [4, 60] s) and 5 smoothed frames (the paper leaves smoothing open); ``floor: min``
+measures β from the track's minimum (see :mod:`tempcore.grounding.retrieval`: on Eq. 1's
+``sigmoid(cos)`` scores the paper's rule grows the window to the whole video).
 Frame ``i`` is taken at time ``t0 + i / fps`` with ``t0`` the first decoded frame's timestamp and
 the track ending at the last frame's end (``t_last + 1 / fps``).
 """
@@ -44,6 +45,7 @@ from tempcore.grounding.retrieval import (
     RETRIEVAL_METHOD,
     RETRIEVAL_MODEL,
     RETRIEVAL_STRATEGY,
+    TEXT_PARAMS,
     _fps_of,
     track_window,
 )
@@ -54,10 +56,13 @@ if TYPE_CHECKING:
     from tempcore.run.planning import Timeline
 
 def retrieval_identity(params: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What decides the baseline's answers besides the scores (its ``model_fingerprint`` hashes it)."""
+    """What decides the baseline's answers besides the frames (its ``model_fingerprint`` hashes it):
+    the window parameters and ``score``, which frame scores the window is taken on (``cosine`` or
+    ``sigmoid``; rows stored before ``score`` existed were made on ``sigmoid`` and hash without it,
+    so no stored row is served for a window on other scores)."""
     p = {**DEFAULTS, **(params or {})}
     return {"model": RETRIEVAL_MODEL, "method": RETRIEVAL_METHOD,
-            **{k: (p[k] if k == "floor" else float(p[k])) for k in sorted(DEFAULTS)}}
+            **{k: (str(p[k]) if k in TEXT_PARAMS else float(p[k])) for k in sorted(DEFAULTS)}}
 
 
 def retrieval_prediction(
@@ -75,11 +80,15 @@ def retrieval_prediction(
 ) -> Prediction:
     """The baseline's answer to one grounding sample, as a stored Prediction.
 
+    ``scores``: the frame track the resolved ``score`` parameter names (the caller picks it:
+    :func:`baseline_predictions` takes :meth:`tempcore.run.planning.Timeline.track`).
+
     ``response`` is the window written ``[start, end]`` (seconds, ``repr`` of the floats, so the
     interval extractor reads back exactly ``pred_start`` / ``pred_end``); ``prompt_hash`` is the
     SHA-256 of the query text scored; ``frames`` lists no frame (nothing was shown to a model),
     ``requested`` = the number of frames scored; ``latency_s`` the time to compute the window;
-    ``model_fingerprint`` the fingerprint of :func:`retrieval_identity` (the window parameters).
+    ``model_fingerprint`` the fingerprint of :func:`retrieval_identity` (the window parameters
+    and the score).
     """
     from tempcore.diagnostics.grounding import best_iou
     from tempcore.run.frame_scoring import query_text
@@ -205,15 +214,20 @@ def baseline_predictions(
         if tl is None or not is_grounding(sample):
             continue
         for entry, cond in entries:
-            scores = tl.scores.get(cond.mode)
-            if scores is None:
-                continue
             if cond.strategy == RETRIEVE_GROUND:  # its retrieval stage: the ranked candidate windows
+                scores = tl.scores.get(cond.mode)
+                if scores is None:
+                    continue
                 out.append(candidates_prediction(
                     sample, cond, tl.timestamps, scores, params=dict(entry.params),
                     sample_hash=sample_hashes.get(sample.sample_id, ""), encoder_fingerprint=encoder_fingerprint,
                     n_frames=int(len(tl.timestamps)), damage=tl.damage,
                 ))
+                continue
+            from tempcore.selection.retrieval import resolve_params
+
+            scores = tl.track(cond.mode, str(resolve_params(cond.variant, dict(entry.params))["score"]))
+            if scores is None:
                 continue
             out.append(retrieval_prediction(
                 sample, cond, tl.timestamps, scores, params=dict(entry.params),

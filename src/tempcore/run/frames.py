@@ -149,6 +149,7 @@ def collect_timelines(
         if isinstance(r, FrameScores):
             tl = out.setdefault(r.sample_id, Timeline(np.asarray(r.timestamps), {}))
             tl.scores[r.mode] = np.asarray(r.s)
+            tl.cos[r.mode] = np.asarray(r.cos)
             damage = damage_of(r)
             if damage:
                 if tl.damage is None:

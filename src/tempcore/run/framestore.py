@@ -434,6 +434,7 @@ def timelines_of(records: Sequence[Any], modes: Sequence[str]) -> Mapping[str, T
     for r in records:
         tl = out.setdefault(r.sample_id, Timeline(np.asarray(r.timestamps), {}))
         tl.scores[r.mode] = np.asarray(r.s)
+        tl.cos[r.mode] = np.asarray(r.cos)
         damage = damage_of(r)
         if damage:
             tl.damage = str(damage)

@@ -114,11 +114,32 @@ class BenchmarkPlan:
 
 @dataclass
 class Timeline:
-    """One sample's candidate frames: timestamps at the run's fps, Eq. 1 scores per mode, damage."""
+    """One sample's candidate frames: timestamps at the run's fps, Eq. 1 scores ``sigmoid(cos)`` per
+    mode, damage, and the raw cosine per mode (``cos``; what the retrieval baseline runs on, the
+    score of the paper that defines it: :mod:`tempcore.grounding.retrieval`). Both come from the same
+    embeddings; the sigmoid is increasing, so everything TempCore ranks by score is the same on
+    either."""
 
     timestamps: np.ndarray
     scores: dict[str, np.ndarray]
     damage: str | None = None
+    cos: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def track(self, mode: str, score: str = "sigmoid") -> np.ndarray | None:
+        """The frame scores of ``mode``: ``score="sigmoid"`` the Eq. 1 scores, ``"cosine"`` the raw
+        cosine; ``None`` when the mode was not scored. A timeline that has the mode's Eq. 1 scores
+        but not its cosine (built by hand) has no cosine to give: a :class:`RunError`, never the
+        sigmoid in its place."""
+        if score == "sigmoid":
+            return self.scores.get(mode)
+        if score != "cosine":
+            raise RunError(f"unknown frame score {score!r} (known: cosine, sigmoid)")
+        if mode in self.cos:
+            return self.cos[mode]
+        if mode in self.scores:
+            raise RunError(f"the timeline has the Eq. 1 scores of mode {mode!r} but not their raw cosine, "
+                           "which the retrieval baseline runs on")
+        return None
 
 
 @dataclass
@@ -163,8 +184,12 @@ def expand_condition(
     sample: Sample,
     timestamps: np.ndarray | None,
     scores: Mapping[str, np.ndarray],
+    timeline: Timeline | None = None,
 ) -> list[tuple[Condition, FrameSet]]:
-    """The (condition, FrameSet) pairs one condition entry gives for one sample."""
+    """The (condition, FrameSet) pairs one condition entry gives for one sample.
+
+    ``scores``: the Eq. 1 scores per mode; a ``retrieval`` condition instead takes the track its
+    ``score`` parameter names from ``timeline`` (:meth:`Timeline.track`: the raw cosine by default)."""
     from tempcore.selection import select
 
     pairs: list[tuple[Condition, FrameSet]]
@@ -179,6 +204,10 @@ def expand_condition(
         if timestamps is None:
             raise RunError(f"sample {sample.sample_id}: condition {base.key} needs frames but has no timeline")
         s = scores.get(base.mode) if base.mode != "none" else None
+        if base.strategy == "retrieval" and timeline is not None and base.mode != "none":
+            from tempcore.selection.retrieval import resolve_params
+
+            s = timeline.track(base.mode, str(resolve_params(base.variant, params)["score"]))
         # the early-stop variant only names the rows; the windows are the oracle's own
         shown = base.replace(variant=None) if early is not None else base
         got = select(shown, timestamps, s, sample_id=sample.sample_id, **params)
@@ -242,7 +271,7 @@ def plan_items(
                                           n_frames=int(len(tl.timestamps)), damage=tl.damage, spans=spans)
                                  for cond, fs, spans in crop_pairs(entry, base, sample, tl.timestamps, tl.scores))
                 continue
-            for cond, fs in expand_condition(entry, base, sample, ts, scores):
+            for cond, fs in expand_condition(entry, base, sample, ts, scores, tl):
                 rotated, perm = _rotate(sample.options, cond.rotation)
                 items.append(WorkItem(
                     sample, cond, fs, rotated, perm, sample_hash=sample_hashes[sample.sample_id],

@@ -6,10 +6,19 @@ documents the condition, its parameters and what a grounding sample gets instead
 Variants (``variant`` of the condition, part of its key so two presets are two conditions; explicit
 parameters override the preset's values):
 
-* ``paper`` (also no variant): the paper's configuration, β = 0.7 of the peak, length clipped to
-  [4, 60] s, and a 5-frame moving average (the paper leaves smoothing open);
+* ``paper`` (also no variant): the paper's configuration, on the paper's score, the raw cosine
+  (``score="cosine"``): β = 0.7 of the peak, length clipped to [4, 60] s, and a 5-frame moving
+  average (the paper leaves smoothing open);
 * ``fine``: for events shorter than the paper's 4 s minimum at the decoding rate: no smoothing,
-  no minimum length, β measured from the track's minimum (``floor="min"``).
+  no minimum length, β measured from the track's minimum (``floor="min"``); on the raw cosine;
+* ``paper_sigmoid``: the paper's rule run on TempCore's Eq. 1 scores ``sigmoid(cos)``
+  (``score="sigmoid"``) instead of the cosine, as ``paper`` ran before the fix of issue 32: there
+  ``0.7 * peak`` lies below almost every frame and the window is clipped to 60 s. Kept to compare.
+
+``score`` names which of a frame's scores the track is (:data:`tempcore.grounding.retrieval.SCORES`):
+the run hands this strategy, and the baseline's grounding answers, the mode's cosine or its Eq. 1
+scores accordingly (:func:`tempcore.run.planning.Timeline.track`); called directly, the strategy
+uses the track it is given.
 """
 
 from __future__ import annotations
@@ -18,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from tempcore.grounding.retrieval import DEFAULTS, track_window
+from tempcore.grounding.retrieval import DEFAULTS, SCORES, track_window
 from tempcore.records import FrameSet
 from tempcore.selection._common import Frames, SelectionError, strategy
 from tempcore.selection.basic import uniform_positions
@@ -29,6 +38,7 @@ PARAMS: dict[str, Any] = DEFAULTS
 VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {},
     "fine": {"smooth_frames": 1, "min_len": 0.0, "floor": "min"},
+    "paper_sigmoid": {"score": "sigmoid"},
 }
 
 
@@ -39,7 +49,10 @@ def resolve_params(variant: str | None = None, params: dict[str, Any] | None = N
     unknown = sorted(set(params or {}) - set(PARAMS))
     if unknown:
         raise SelectionError(f"retrieval takes no parameter(s) {unknown} (it takes: {', '.join(PARAMS)})")
-    return {**PARAMS, **VARIANTS.get(variant or "paper", {}), **(params or {})}
+    p = {**PARAMS, **VARIANTS.get(variant or "paper", {}), **(params or {})}
+    if p["score"] not in SCORES:
+        raise SelectionError(f"retrieval: score must be one of {', '.join(SCORES)}, not {p['score']!r}")
+    return p
 
 
 @strategy("retrieval", needs_scores=True)
