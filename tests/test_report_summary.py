@@ -58,3 +58,7 @@ def test_markdown_opens_with_the_summary_and_ends_with_the_parameters(out: Path)
     params = md[md.index("## Inputs and parameters"):]
     assert "- encoder: all (enc-x)" in params and "param " not in md and "None" not in params
 
+
+def test_long_column_names_can_wrap(out: Path) -> None:
+    text = (out / "report.html").read_text(encoding="utf-8")
+    assert "<th>temporally_<wbr>grounded_<wbr>fraction (%)</th>" in text

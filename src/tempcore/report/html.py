@@ -49,7 +49,8 @@ def html_table(table: Any) -> str:
     rows = list(table.rows)
     numeric = {c: is_numeric(rows, c) for c in columns}
     out = ['<div class="scroll"><table class="data">', "<thead><tr>"]
-    out += [f"<th>{esc(header(c, percent))}</th>" for c in columns]
+    # a break opportunity after each underscore: long column names wrap instead of widening the table
+    out += [f"<th>{esc(header(c, percent)).replace('_', '_<wbr>')}</th>" for c in columns]
     out.append("</tr></thead><tbody>")
     for r in rows:
         out.append("<tr>" + "".join(
