@@ -37,6 +37,8 @@ def test_one_report_over_two_runs(tmp_path: Path) -> None:
     assert [r["n"] for r in noframe] == ["12"]  # not counted twice
     assert "**alpha**: TPI 0.667" in md  # the summary card, from run A
     assert f"- predictions: {run_a}, {run_b}" in md
+    runs = next(line for line in md.splitlines() if line.startswith("- runs: "))
+    assert f"strategies maxprob, minprob, noframe; {run_b}: " in runs  # one run after another, apart
     assert "24 row(s) repeat a cell" in md and "0 of them with another correctness" in md
 
 

@@ -113,7 +113,7 @@ _PARAM_LABELS = {"tau": "tau (FSS threshold)", "lambda": "lambda (LIS threshold)
 
 def _shown(value: Any) -> str:
     if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "none"
+        return "; ".join(str(v) for v in value) or "none"
     if isinstance(value, dict):
         return ", ".join(f"{k}={v}" for k, v in value.items())
     return str(value)
