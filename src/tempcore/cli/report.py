@@ -14,11 +14,7 @@ class ReportInputError(TempcoreError):
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from tempcore.cli._common import (
-        add_benchmark_arguments,
-        add_diagnosis_arguments,
-        add_predictions_argument,
-    )
+    from tempcore.cli._common import add_benchmark_arguments, add_diagnosis_arguments
 
     p = sub.add_parser(
         "report",
@@ -31,7 +27,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "frame thumbnails."
         ),
     )
-    add_predictions_argument(p)
+    p.add_argument("--predictions", required=True, type=Path, metavar="PATH", action="append",
+                   help="tidy predictions table (CSV, Parquet or JSONL), a run store (.sqlite) or a run folder; "
+                        "repeat for one report over several runs (each section reads the runs that have its rows; "
+                        "a cell two runs hold is taken from the first)")
     add_benchmark_arguments(p, required=False)
     p.add_argument("--out", required=True, type=Path, help="output folder")
     add_diagnosis_arguments(p)
@@ -103,11 +102,18 @@ def run(args: argparse.Namespace) -> int:
 
     if args.max_samples < 1:
         raise ReportInputError("--max-samples must be at least 1")
-    table = read_predictions_arg(args.predictions)
-    sources = load_sources(args, table, args.predictions) if args.annotations else {}
-    inputs: dict[str, Any] = {"predictions": str(args.predictions)}
-    if args.predictions.is_file():
-        inputs["predictions_sha256"] = file_sha256(args.predictions)
+    from tempcore.report.runs import combine_runs
+
+    runs = list(args.predictions)
+    table, run_notes = combine_runs([read_predictions_arg(path) for path in runs], [str(path) for path in runs])
+    # the formats the first run recorded name the annotations' benchmarks
+    sources = load_sources(args, table, runs[0]) if args.annotations else {}
+    inputs: dict[str, Any] = {"predictions": ", ".join(str(path) for path in runs)}
+    for path in runs:
+        if path.is_file():
+            inputs["predictions_sha256" if len(runs) == 1 else f"predictions_sha256 {path}"] = file_sha256(path)
+    if len(runs) > 1:
+        inputs["runs"] = run_notes
     for name, result in sources.items():
         inputs[f"annotations {name}"] = f"{', '.join(str(p) for p in result.source_files)} " \
                                         f"(sha256 {result.annotations_hash})"

@@ -269,7 +269,10 @@ def build_report(
                             max_thumbnail_samples=max_thumbnail_samples)
     info = {"tempcore_version": __version__, "rows": table.num_rows, "models": ctx.facts.models,
             "benchmarks": sorted(diagnosis.benchmarks), **dict(inputs or {})}
-    return Report(title, created or _now(), params, info, diagnosis, [*by_key.values(), *extra], browser)
+    from tempcore.report.summary import build_summary
+
+    summary = build_summary(diagnosis, table, browser, n_boot=n_boot, seed=seed)
+    return Report(title, created or _now(), params, info, diagnosis, [*by_key.values(), *extra], browser, summary)
 
 
 def _extra_sections(table: Any, samples: Mapping[str, list[Any]], *, n_boot: int, seed: int, tau: float,

@@ -14,8 +14,10 @@ import html
 import json
 import math
 from typing import Any
+from urllib.parse import quote
 
 from tempcore.report.format import cell, header, is_numeric
+from tempcore.report.summary import BAR_ORDER, CATEGORY_LABELS, count_text, readable_params, tpi_text
 from tempcore.report.templates import CSS, JS
 from tempcore.report.types import FigureItem, Report, TableItem
 
@@ -47,7 +49,8 @@ def html_table(table: Any) -> str:
     rows = list(table.rows)
     numeric = {c: is_numeric(rows, c) for c in columns}
     out = ['<div class="scroll"><table class="data">', "<thead><tr>"]
-    out += [f"<th>{esc(header(c, percent))}</th>" for c in columns]
+    # a break opportunity after each underscore: long column names wrap instead of widening the table
+    out += [f"<th>{esc(header(c, percent)).replace('_', '_<wbr>')}</th>" for c in columns]
     out.append("</tr></thead><tbody>")
     for r in rows:
         out.append("<tr>" + "".join(
@@ -102,13 +105,68 @@ def _browser(report: Report) -> str:
 </section>"""
 
 
+def _bar(b: dict[str, Any]) -> str:
+    total = sum(b["counts"].values())
+    if not total:
+        return ""
+    segs = "".join(
+        f'<span class="seg cat-{c}" style="width:{100 * b["counts"][c] / total:.3f}%" '
+        f'title="{esc(CATEGORY_LABELS[c])}: {b["counts"][c]}"></span>'
+        for c in BAR_ORDER if b["counts"][c])
+    return f'<div class="bar" role="img" aria-label="{esc(count_text(b))}">{segs}</div>'
+
+
+def _strip(frames: dict[str, Any], name: str, label: str) -> str:
+    s = frames.get(name) or {}
+    thumbs = [t for t in (s.get("thumbs") or []) if isinstance(t, str) and t.startswith("data:image/jpeg;base64,")]
+    if thumbs:
+        imgs = "".join(f'<img src="{esc(t)}" alt="{esc(label)} frame">' for t in thumbs)
+        return f'<span class="mini"><span>{esc(label)}</span>{imgs}</span>'
+    if s.get("indices"):
+        return f'<span class="mini"><span>{esc(label)} frames {esc(", ".join(map(str, s["indices"])))}</span></span>'
+    return ""
+
+
+def _extreme_list(samples: list[dict[str, Any]], title: str, fss_filter: str) -> str:
+    if not samples:
+        return f"<p><b>{esc(title)}</b>: none</p>"
+    items = []
+    for x in samples:
+        link = (f'#filter={fss_filter}&amp;benchmark={esc(quote(x["benchmark"], safe=""))}'
+                f'&amp;q={esc(quote(x["sample_id"], safe=""))}')
+        frames = x.get("frames") or {}
+        items.append(f'<li><a href="{link}" class="sid">{esc(x["sample_id"])}</a> '
+                     f'<span class="muted">({esc(x["benchmark"])}, FSS {x["fss"]:+.3f})</span>'
+                     f'{_strip(frames, "maxprob", "MaxProb")}{_strip(frames, "minprob", "MinProb")}</li>')
+    return f'<div class="extremes"><b>{esc(title)}</b><ul>{"".join(items)}</ul></div>'
+
+
+def _summary(report: Report) -> str:
+    s = report.summary
+    if s is None:
+        return ""
+    rows = []
+    for b in s.benchmarks:
+        rows.append(f'<div class="bench"><div class="tpi"><b>{esc(b["benchmark"])}</b> '
+                    f'<span class="big">{esc(tpi_text(b, s))}</span></div>{_bar(b)}'
+                    f'<div class="counts">{esc(count_text(b))}</div></div>')
+    legend = "".join(f'<span class="lg"><span class="sw cat-{c}"></span>{esc(CATEGORY_LABELS[c])}</span>'
+                     for c in BAR_ORDER)
+    how = (f"Scoring {s.scoring}, FSS mode {s.fss_mode}, tau = {s.tau:g}, lambda = {s.lam:g}. "
+           f"Panel ({len(s.panel)} models): {', '.join(s.panel) or 'none'}. "
+           f"Encoder: {', '.join(s.encoders) or 'none in the predictions'}.")
+    return (f'<section id="summary" class="summary-card"><h2>Summary</h2>{"".join(rows)}'
+            f'<div class="legend">{legend}</div><p class="how">{esc(how)}</p>'
+            f'<div class="extremes-row">{_extreme_list(s.key_samples, "Most Key (highest FSS)", "key")}'
+            f'{_extreme_list(s.anti_key_samples, "Most Anti-key (lowest FSS)", "anti_key")}</div></section>')
+
+
 def render_html(report: Report) -> str:
     """The whole page."""
     p = report.params
-    params = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v if not isinstance(v, (list, dict)) else json.dumps(v))}</dd>"
-                     for k, v in {**report.inputs, **{f"param {k}": v for k, v in p.items()}}.items())
+    params = "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in readable_params(report))
     toc = "".join(f'<a href="#s-{esc(s.key)}">{esc(s.title)}</a>' for s in report.sections)
-    toc += '<a href="#browser">Sample browser</a>'
+    toc += '<a href="#browser">Sample browser</a><a href="#inputs">Inputs and parameters</a>'
     body = []
     for section in report.sections:
         body.append(f'<section id="s-{esc(section.key)}"><h2>{esc(section.title)}</h2>')
@@ -131,9 +189,10 @@ def render_html(report: Report) -> str:
 <body>
 <header class="top"><h1>{esc(report.title)}</h1><p>{esc(summary)}</p>
 <nav class="toc">{toc}</nav></header>
-<section id="inputs"><h2>Inputs and parameters</h2><dl class="params">{params}</dl></section>
+{_summary(report)}
 {''.join(body)}
 {_browser(report)}
+<section id="inputs"><h2>Inputs and parameters</h2><dl class="params">{params}</dl></section>
 <script>{JS}</script>
 </body>
 </html>

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tempcore.report.format import cell, header, is_numeric
+from tempcore.report.summary import count_text, readable_params, tpi_text
 from tempcore.report.types import FigureItem, Report, TableItem
 
 _LINK_SYNTAX = str.maketrans({"\\": "\\\\", "[": "\\[", "]": "\\]", "|": "\\|", "\n": " ", "\r": " "})
@@ -65,13 +66,8 @@ def render_markdown(report: Report, figure_files: Mapping[str, str] | None = Non
         f"tau = {p['tau']:g}, lambda = {p['lambda']:g}, FSS mode = {md_text(p['fss_mode'])}, "
         f"scoring = {md_text(p['scoring'])}.",
         "",
-        "## Inputs and parameters",
-        "",
     ]
-    for key, value in {**report.inputs, **{f"param {k}": v for k, v in p.items()}}.items():
-        shown = json.dumps(value, default=str, ensure_ascii=False) if isinstance(value, (dict, list)) else value
-        lines.append(f"- {md_text(key)}: {md_text(shown)}")
-    lines.append("")
+    lines += _summary(report)
     unavailable = []
     for section in report.sections:
         lines += [f"## {md_text(section.title)}", ""]
@@ -100,7 +96,27 @@ def render_markdown(report: Report, figure_files: Mapping[str, str] | None = Non
         lines += ["## Not available", ""]
         lines += [f"- {md_text(i.title)}: {md_text(i.unavailable)}" for i in unavailable]
         lines.append("")
+    lines += ["## Inputs and parameters", ""]
+    lines += [f"- {md_text(key)}: {md_text(value)}" for key, value in readable_params(report)]
+    lines.append("")
     return "\n".join(lines)
+
+
+def _summary(report: Report) -> list[str]:
+    s = report.summary
+    if s is None:
+        return []
+    out = ["## Summary", ""]
+    for b in s.benchmarks:
+        out += [f"- **{md_text(b['benchmark'])}**: {md_text(tpi_text(b, s))}. {md_text(count_text(b))}."]
+    out += [f"- Scoring {md_text(s.scoring)}, FSS mode {md_text(s.fss_mode)}, tau = {s.tau:g}, "
+            f"lambda = {s.lam:g}; panel ({len(s.panel)} models): {md_text(', '.join(s.panel) or 'none')}; "
+            f"encoder: {md_text(', '.join(s.encoders) or 'none in the predictions')}."]
+    for title, samples in (("Most Key (highest FSS)", s.key_samples), ("Most Anti-key (lowest FSS)",
+                                                                         s.anti_key_samples)):
+        shown = "; ".join(f"{x['sample_id']} ({x['benchmark']}, FSS {x['fss']:+.3f})" for x in samples)
+        out.append(f"- {title}: {md_text(shown or 'none')}.")
+    return [*out, ""]
 
 
 __all__ = ["md_table", "md_text", "render_markdown"]

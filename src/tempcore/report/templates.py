@@ -59,6 +59,24 @@ td.ok { background: #e6f4e6; } td.wrong { background: #fbe9e9; } td.none { color
 .thumb img { display: block; border: 1px solid var(--line); }
 .note { color: #8a6d3b; font-size: 12px; }
 .pager button { margin: 0 4px; }
+.summary-card { border: 1px solid var(--line); border-left: 6px solid var(--accent); background: #fafbfd;
+  padding: 4px 16px 10px; margin: 10px 0 18px; max-width: 100%; overflow-wrap: anywhere; }
+.summary-card h2 { margin-top: 8px; border: 0; }
+.summary-card .bench { margin: 6px 0 10px; } .summary-card .big { font-size: 17px; font-weight: 600; }
+.summary-card .bar { display: flex; height: 18px; width: 100%; max-width: 720px; margin: 4px 0;
+  border: 1px solid var(--line); overflow: hidden; }
+.summary-card .seg { display: block; height: 100%; }
+.cat-temporally_grounded.seg, .sw.cat-temporally_grounded { background: #2ca02c; }
+.cat-visual_bias.seg, .sw.cat-visual_bias { background: #d62728; }
+.cat-frame_agnostic.seg, .sw.cat-frame_agnostic { background: #4c78a8; }
+.cat-trivial.seg, .sw.cat-trivial { background: #9e9e9e; }
+.summary-card .counts, .summary-card .how, .muted { color: var(--muted); font-size: 12.5px; }
+.legend { display: flex; flex-wrap: wrap; gap: 4px 14px; font-size: 12px; }
+.legend .sw { display: inline-block; width: 10px; height: 10px; margin-right: 4px; }
+.extremes-row { display: flex; flex-wrap: wrap; gap: 4px 32px; }
+.extremes ul { margin: 4px 0; padding-left: 18px; } .extremes li { margin: 2px 0; }
+.mini { display: inline-flex; flex-wrap: wrap; gap: 2px; align-items: center; margin-left: 8px; font-size: 11px;
+  color: var(--muted); } .mini img { width: 40px; height: auto; border: 1px solid var(--line); }
 """
 
 JS = r"""

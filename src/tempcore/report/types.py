@@ -45,6 +45,7 @@ class Report:
     diagnosis: Any
     sections: list[Section]
     browser: Any = None  # BrowserData
+    summary: Any = None  # tempcore.report.summary.Summary (None: no TempCore diagnosis)
 
     @property
     def tables(self) -> list[TableItem]:
