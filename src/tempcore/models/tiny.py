@@ -92,12 +92,30 @@ def _seed_torch() -> None:
     _seed(SEED)
 
 
+def _save_siglip(path: Path, tokenizer: Any, max_text_tokens: int, image_size: int, *, bos_token_id: Any) -> Path:
+    """A seeded tiny SigLIP-architecture model over ``tokenizer``, its image processor and tokenizer, in ``path``."""
+    tf = _tf()
+    config = tf.SiglipConfig(
+        text_config=dict(
+            vocab_size=len(tokenizer),
+            **TINY_LAYERS,
+            max_position_embeddings=max_text_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        ),
+        vision_config=dict(image_size=image_size, patch_size=8, **TINY_LAYERS),
+    )
+    _seed_torch()
+    tf.SiglipModel(config).eval().save_pretrained(path)
+    image_processor = tf.SiglipImageProcessorPil(size={"height": image_size, "width": image_size})
+    _save_preprocessing(path, tokenizer, image_processor)
+    return path
+
+
 def build_tiny_siglip(path: str | Path, *, max_text_tokens: int = 16, image_size: int = 32) -> Path:
     """SigLIP (v1): fixed-resolution ViT, text padded to ``max_length`` and pooled at the last position."""
     tf = _tf()
-    SiglipConfig = tf.SiglipConfig
-    SiglipImageProcessorPil = tf.SiglipImageProcessorPil
-    SiglipModel = tf.SiglipModel
     SiglipTokenizer = tf.SiglipTokenizer
 
     path = Path(path)
@@ -105,26 +123,7 @@ def build_tiny_siglip(path: str | Path, *, max_text_tokens: int = 16, image_size
     (path / "spiece.model").write_bytes(sentencepiece_model())
     tokenizer = SiglipTokenizer(vocab_file=str(path / "spiece.model"), model_max_length=max_text_tokens)
     (path / "spiece.model").unlink()
-    config = SiglipConfig(
-        text_config=dict(
-            vocab_size=len(tokenizer),
-            **TINY_LAYERS,
-            max_position_embeddings=max_text_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            bos_token_id=None,
-            eos_token_id=tokenizer.eos_token_id,
-        ),
-        vision_config=dict(
-            image_size=image_size,
-            patch_size=8,
-            **TINY_LAYERS,
-        ),
-    )
-    _seed_torch()
-    SiglipModel(config).eval().save_pretrained(path)
-    image_processor = SiglipImageProcessorPil(size={"height": image_size, "width": image_size})
-    _save_preprocessing(path, tokenizer, image_processor)
-    return path
+    return _save_siglip(path, tokenizer, max_text_tokens, image_size, bos_token_id=None)
 
 
 def build_tiny_siglip2(
@@ -173,35 +172,13 @@ def build_tiny_siglip2_fixres(path: str | Path, *, max_text_tokens: int = 16, im
     (``model_type: siglip``) with a plain ``GemmaTokenizer``, which does not lower-case."""
     tf = _tf()
     GemmaTokenizer = tf.GemmaTokenizer
-    SiglipConfig = tf.SiglipConfig
-    SiglipImageProcessorPil = tf.SiglipImageProcessorPil
-    SiglipModel = tf.SiglipModel
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
     tokenizer = GemmaTokenizer().train_new_from_iterator(corpus(), vocab_size=600)
     tokenizer.model_max_length = max_text_tokens
     tokenizer.padding_side = "right"
-    config = SiglipConfig(
-        text_config=dict(
-            vocab_size=len(tokenizer),
-            **TINY_LAYERS,
-            max_position_embeddings=max_text_tokens,
-            pad_token_id=tokenizer.pad_token_id,
-            bos_token_id=tokenizer.bos_token_id,
-            eos_token_id=tokenizer.eos_token_id,
-        ),
-        vision_config=dict(
-            image_size=image_size,
-            patch_size=8,
-            **TINY_LAYERS,
-        ),
-    )
-    _seed_torch()
-    SiglipModel(config).eval().save_pretrained(path)
-    image_processor = SiglipImageProcessorPil(size={"height": image_size, "width": image_size})
-    _save_preprocessing(path, tokenizer, image_processor)
-    return path
+    return _save_siglip(path, tokenizer, max_text_tokens, image_size, bos_token_id=tokenizer.bos_token_id)
 
 
 def build_tiny_clip(path: str | Path, *, max_text_tokens: int = 16, image_size: int = 32) -> Path:
